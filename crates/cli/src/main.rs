@@ -1,0 +1,20 @@
+//! The `corral` binary: parses the command line, dispatches, and turns
+//! errors into exit codes. The work lives in the library crates.
+
+mod args;
+mod cmd;
+mod table;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match cmd::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("corral: error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}

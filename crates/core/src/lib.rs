@@ -8,6 +8,12 @@
 //! - [`Topology`]: every possible CPU with its state, capacity and core
 //!   type, built from a [`RawTopology`] the host layer read.
 //! - [`cpucount`]: paper 003's CPU Count Detector.
+//! - [`sample`]: per-thread kernel counters and the rates derived from them.
+//! - [`classify`]: paper 000's classes by peak utilisation, and
+//!   latency-critical threads by behaviour.
+//! - [`plan`]: groups and placements, and the diff between two plans.
+//! - [`share`]: cgroup weights and paper 002's effective CPU share.
+//! - [`config`]: the TOML configuration and its validation.
 //!
 //! ```
 //! use corral_core::{cpucount, CpuSet};
@@ -24,9 +30,14 @@
 //! assert_eq!(r.counted, CpuSet::first_n(4));
 //! ```
 
+pub mod classify;
+pub mod config;
 pub mod cpucount;
 pub mod cpuset;
+pub mod plan;
+pub mod share;
 pub mod topology;
 
 pub use cpuset::{CpuSet, ParseCpuListError};
 pub use topology::{CoreType, Cpu, RawTopology, Topology};
+pub mod sample;

@@ -1,0 +1,408 @@
+//! corral's configuration: TOML, parsed and validated with no I/O.
+//!
+//! Two stages, as ripgrep parses arguments: [`Config::parse`] checks the
+//! text (unknown keys, wrong types, inconsistent values) and every error
+//! names the line and the key; resolving it against a topology is the
+//! planner's business. The defaults live in one place, `default.toml`,
+//! embedded in the binary ([`DEFAULT_TOML`]); a test pins that
+//! [`Config::default`] equals it.
+
+use crate::classify::Class;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The default configuration, commented: `corral config default` prints it.
+pub const DEFAULT_TOML: &str = include_str!("default.toml");
+
+/// Which cgroup interface the daemon uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupChoice {
+    Auto,
+    V1,
+    V2,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonConfig {
+    pub interval_ms: u64,
+    pub cgroup: CgroupChoice,
+    pub socket: String,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            interval_ms: 1000,
+            cgroup: CgroupChoice::Auto,
+            socket: "/run/corral.sock".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LatencyConfig {
+    pub enabled: bool,
+    pub max_util: f64,
+    pub min_wakeups_per_s: f64,
+    pub max_run_per_wakeup_ms: f64,
+    pub max_rate_cv: f64,
+    pub intervals: u32,
+}
+
+impl Default for LatencyConfig {
+    fn default() -> Self {
+        LatencyConfig {
+            enabled: true,
+            max_util: 0.20,
+            min_wakeups_per_s: 10.0,
+            max_run_per_wakeup_ms: 4.0,
+            max_rate_cv: 0.30,
+            intervals: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClassifyConfig {
+    pub heavy: f64,
+    pub medium: f64,
+    pub hysteresis: f64,
+    pub peak_half_life_s: f64,
+    pub latency_critical: LatencyConfig,
+}
+
+impl Default for ClassifyConfig {
+    fn default() -> Self {
+        ClassifyConfig {
+            heavy: 0.50,
+            medium: 0.30,
+            hysteresis: 0.05,
+            peak_half_life_s: 10.0,
+            latency_critical: LatencyConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanConfig {
+    pub dedicated_cores: bool,
+    pub shared_shares: u64,
+    pub latency_shares: u64,
+    pub medium_min_cpu: f64,
+}
+
+impl Default for PlanConfig {
+    fn default() -> Self {
+        PlanConfig {
+            dedicated_cores: true,
+            shared_shares: 1024,
+            latency_shares: 10240,
+            medium_min_cpu: 0.5,
+        }
+    }
+}
+
+/// One rule: every given matcher must match; then the thread gets `class`,
+/// or is left alone when `exclude` is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<Class>,
+    #[serde(default)]
+    pub exclude: bool,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub daemon: DaemonConfig,
+    pub classify: ClassifyConfig,
+    pub plan: PlanConfig,
+    #[serde(rename = "rule")]
+    pub rules: Vec<Rule>,
+}
+
+/// A configuration error: where, which key, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The dotted key (`classify.heavy`), when known.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, &self.key) {
+            (Some(l), Some(k)) => write!(f, "line {l}, key `{k}`: {}", self.message),
+            (Some(l), None) => write!(f, "line {l}: {}", self.message),
+            (None, Some(k)) => write!(f, "key `{k}`: {}", self.message),
+            (None, None) => f.write_str(&self.message),
+        }
+    }
+}
+
+impl Config {
+    /// Parses and validates a configuration file's text.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of_offset(text, s.start));
+            let key = e.span().and_then(|s| key_at(text, s.start));
+            ConfigError {
+                line,
+                key,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        config.validate().map_err(|(key, message)| ConfigError {
+            line: line_of_key(text, &key),
+            key: Some(key),
+            message,
+        })?;
+        Ok(config)
+    }
+
+    /// Checks values that parse but make no sense together; returns the
+    /// dotted key and the complaint.
+    fn validate(&self) -> Result<(), (String, String)> {
+        let c = &self.classify;
+        let frac = |key: &str, v: f64| {
+            if (0.0..=1.0).contains(&v) && v.is_finite() {
+                Ok(())
+            } else {
+                Err((key.to_string(), format!("must be between 0 and 1, not {v}")))
+            }
+        };
+        frac("classify.heavy", c.heavy)?;
+        frac("classify.medium", c.medium)?;
+        frac("classify.hysteresis", c.hysteresis)?;
+        frac(
+            "classify.latency_critical.max_util",
+            c.latency_critical.max_util,
+        )?;
+        frac("plan.medium_min_cpu", self.plan.medium_min_cpu)?;
+        if c.heavy <= c.medium {
+            return Err((
+                "classify.heavy".into(),
+                format!(
+                    "the heavy threshold ({}) must be above the medium one ({})",
+                    c.heavy, c.medium
+                ),
+            ));
+        }
+        if c.hysteresis >= c.medium {
+            return Err((
+                "classify.hysteresis".into(),
+                format!("must be below the medium threshold ({})", c.medium),
+            ));
+        }
+        if !(c.peak_half_life_s > 0.0 && c.peak_half_life_s.is_finite()) {
+            return Err((
+                "classify.peak_half_life_s".into(),
+                "must be a positive number of seconds".into(),
+            ));
+        }
+        let lc = &c.latency_critical;
+        if lc.intervals == 0 {
+            return Err((
+                "classify.latency_critical.intervals".into(),
+                "must be at least 1".into(),
+            ));
+        }
+        if !(lc.min_wakeups_per_s >= 0.0 && lc.max_run_per_wakeup_ms > 0.0 && lc.max_rate_cv >= 0.0)
+        {
+            return Err((
+                "classify.latency_critical".into(),
+                "rates and times must be positive".into(),
+            ));
+        }
+        if !(10..=3_600_000).contains(&self.daemon.interval_ms) {
+            return Err((
+                "daemon.interval_ms".into(),
+                format!(
+                    "must be between 10 and 3600000, not {}",
+                    self.daemon.interval_ms
+                ),
+            ));
+        }
+        for (key, v) in [
+            ("plan.shared_shares", self.plan.shared_shares),
+            ("plan.latency_shares", self.plan.latency_shares),
+        ] {
+            if !(crate::share::MIN_SHARES..=crate::share::MAX_SHARES).contains(&v) {
+                return Err((
+                    key.into(),
+                    format!(
+                        "cpu.shares must be between {} and {}, not {v}",
+                        crate::share::MIN_SHARES,
+                        crate::share::MAX_SHARES
+                    ),
+                ));
+            }
+        }
+        for (i, r) in self.rules.iter().enumerate() {
+            if r.comm.is_none() && r.exe.is_none() && r.cgroup.is_none() && r.uid.is_none() {
+                return Err((
+                    format!("rule[{i}]"),
+                    "a rule needs at least one of comm, exe, cgroup, uid".into(),
+                ));
+            }
+            if r.exclude == r.class.is_some() {
+                return Err((
+                    format!("rule[{i}]"),
+                    "a rule sets exactly one of class or exclude = true".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 1-based line of a byte offset.
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The dotted key whose line holds `offset`: the table header above it
+/// plus the name before `=` on the line.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let line_no = line_of_offset(text, offset);
+    let mut table = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if let Some(h) = header(t) {
+            table = h;
+        }
+        if i + 1 == line_no {
+            let name = t.split_once('=')?.0.trim().trim_matches('"');
+            if name.is_empty() || name.starts_with('[') {
+                return None;
+            }
+            return Some(if table.is_empty() {
+                name.to_string()
+            } else {
+                format!("{table}.{name}")
+            });
+        }
+    }
+    None
+}
+
+/// `[a.b]` → `a.b`; `[[rule]]` → `rule`.
+fn header(line: &str) -> Option<String> {
+    let inner = line
+        .strip_prefix("[[")
+        .and_then(|l| l.split("]]").next())
+        .or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()))?;
+    Some(inner.trim().to_string())
+}
+
+/// The line where dotted `key` is set (or its table opens), if written in
+/// the usual `[table]` / `name = value` form. `rule[i]` finds the i-th
+/// `[[rule]]`.
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    if let Some(i) = key.strip_prefix("rule[").and_then(|k| k.strip_suffix(']')) {
+        let want: usize = i.parse().ok()?;
+        return text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim().starts_with("[[rule]]"))
+            .nth(want)
+            .map(|(n, _)| n + 1);
+    }
+    let mut table = String::new();
+    let mut table_line = None;
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if let Some(h) = header(t) {
+            if h == key {
+                table_line = Some(n + 1);
+            }
+            table = h;
+            continue;
+        }
+        if let Some((name, _)) = t.split_once('=') {
+            let full = if table.is_empty() {
+                name.trim().to_string()
+            } else {
+                format!("{table}.{}", name.trim())
+            };
+            if full == key {
+                return Some(n + 1);
+            }
+        }
+    }
+    table_line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_defaults_equal_default() {
+        assert_eq!(Config::parse(DEFAULT_TOML).unwrap(), Config::default());
+        assert_eq!(Config::parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let e = Config::parse("[classify]\nheavy = 0.6\nhevy = 0.7\n").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert_eq!(e.key.as_deref(), Some("classify.hevy"));
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_line_and_key() {
+        let e = Config::parse("[daemon]\n\ninterval_ms = \"fast\"\n").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert_eq!(e.key.as_deref(), Some("daemon.interval_ms"));
+    }
+
+    #[test]
+    fn heavy_below_medium_is_inconsistent() {
+        let e = Config::parse("[classify]\nmedium = 0.4\nheavy = 0.3\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(3), Some("classify.heavy"))
+        );
+        assert!(e.message.contains("above the medium"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!("line 3, key `classify.heavy`: {}", e.message)
+        );
+    }
+
+    #[test]
+    fn rules_parse_and_are_checked() {
+        let c = Config::parse("[[rule]]\ncomm = \"AudioTrack*\"\nclass = \"latency-critical\"\n[[rule]]\ncgroup = \"/system.slice/*\"\nexclude = true\n").unwrap();
+        assert_eq!(c.rules.len(), 2);
+        assert_eq!(c.rules[0].class, Some(Class::LatencyCritical));
+        let e = Config::parse("[[rule]]\ncomm = \"x\"\nclass = \"heavy\"\n[[rule]]\nuid = 5\n")
+            .unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(4), Some("rule[1]")));
+        let e = Config::parse("[[rule]]\ncomm = \"x\"\nclass = \"huge\"\n").unwrap_err();
+        assert_eq!(e.line, Some(3));
+    }
+}

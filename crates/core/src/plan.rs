@@ -1,0 +1,568 @@
+//! The planner: topology + classified threads → groups and placements
+//! (paper 000's placement by CPU intensiveness, paper 002's protected
+//! group), and the difference between two plans.
+//!
+//! - **heavy**: a dedicated core each (a cpuset of one CPU), highest peak
+//!   first, big cores first; never more than online − 1 of them, so the
+//!   rest always keeps a CPU. A heavy thread that keeps its core is
+//!   preferred over a newcomer within the hysteresis band, so two threads
+//!   of equal peak do not swap cores every interval.
+//! - **medium**: one group on the shared CPUs whose weight guarantees each
+//!   member `medium_min_cpu` of a CPU ([`crate::share::medium_group_shares`]).
+//! - **latency-critical**: one group with a high weight on the shared CPUs;
+//!   its members use little CPU, so the weight costs the others little.
+//! - everything else, and heavy threads left without a core: the shared
+//!   group on the CPUs no heavy thread owns (little cores only, on a
+//!   heterogeneous machine, when their capacity covers the demand).
+//!
+//! The planner is pure and deterministic: the same inputs give the same
+//! plan.
+
+use crate::classify::Class;
+use crate::config::PlanConfig;
+use crate::cpuset::CpuSet;
+use crate::share::medium_group_shares;
+use crate::topology::{CoreType, Topology, CAPACITY_SCALE};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Name of the group of heavy threads' cores: `dedicated-cpuN`.
+pub fn dedicated_name(cpu: u32) -> String {
+    format!("dedicated-cpu{cpu}")
+}
+pub const MEDIUM: &str = "medium";
+pub const LATENCY: &str = "latency";
+pub const SHARED: &str = "shared";
+
+/// Preference given to a heavy thread that already has a core.
+const INCUMBENT_BONUS: f64 = 0.05;
+/// Headroom the little cores must have over the shared demand.
+const LITTLE_HEADROOM: f64 = 1.25;
+
+/// A managed thread, as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanThread {
+    pub tid: u32,
+    pub pid: u32,
+    pub class: Class,
+    /// Decayed peak utilisation.
+    pub peak: f64,
+    /// Utilisation over the last interval.
+    pub util: f64,
+}
+
+/// What a group is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupKind {
+    Dedicated,
+    Medium,
+    Latency,
+    Shared,
+}
+
+/// One group corral creates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupSpec {
+    pub name: String,
+    pub kind: GroupKind,
+    pub cpus: CpuSet,
+    /// cpu.shares in v1 units (v2 backends convert).
+    pub shares: u64,
+}
+
+/// Groups and which thread goes where.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Plan {
+    /// By name.
+    pub groups: BTreeMap<String, GroupSpec>,
+    /// tid → (pid, group name).
+    pub placements: BTreeMap<u32, (u32, String)>,
+    /// Things a person should know (a guarantee that cannot hold, …).
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// The group holding `tid`.
+    pub fn group_of(&self, tid: u32) -> Option<&GroupSpec> {
+        self.placements
+            .get(&tid)
+            .and_then(|(_, g)| self.groups.get(g))
+    }
+
+    /// The CPU dedicated to `tid`, if any.
+    pub fn dedicated_cpu(&self, tid: u32) -> Option<u32> {
+        self.group_of(tid)
+            .filter(|g| g.kind == GroupKind::Dedicated)
+            .and_then(|g| g.cpus.first())
+    }
+}
+
+/// Builds the plan. `previous` (the plan in force) only breaks ties in
+/// favour of keeping heavy threads where they are.
+pub fn plan(
+    topo: &Topology,
+    threads: &[PlanThread],
+    cfg: &PlanConfig,
+    previous: Option<&Plan>,
+) -> Plan {
+    let mut out = Plan::default();
+    let mut usable = topo.online.difference(&topo.isolated);
+    if usable.is_empty() {
+        usable = topo.online.clone();
+    }
+    if usable.is_empty() {
+        out.notes.push("no CPU is online: nothing planned".into());
+        return out;
+    }
+    let mut threads: Vec<&PlanThread> = threads.iter().collect();
+    threads.sort_by_key(|t| t.tid);
+    threads.dedup_by_key(|t| t.tid);
+
+    // Heavy threads, by peak (incumbents favoured), then tid.
+    let prev_cpu = |tid: u32| previous.and_then(|p| p.dedicated_cpu(tid));
+    let mut heavy: Vec<&PlanThread> = threads
+        .iter()
+        .copied()
+        .filter(|t| t.class == Class::Heavy)
+        .collect();
+    let rank = |t: &PlanThread| {
+        t.peak
+            + if prev_cpu(t.tid).is_some() {
+                INCUMBENT_BONUS
+            } else {
+                0.0
+            }
+    };
+    heavy.sort_by(|a, b| rank(b).total_cmp(&rank(a)).then(a.tid.cmp(&b.tid)));
+    let slots = if cfg.dedicated_cores {
+        (usable.len() as usize).saturating_sub(1)
+    } else {
+        0
+    };
+    let winners = &heavy[..heavy.len().min(slots)];
+
+    // CPU preference for dedicated cores: fastest first; among equals the
+    // highest id, leaving CPU 0 (where housekeeping and IRQs tend to
+    // land) to the shared group.
+    let mut candidates: Vec<u32> = usable.iter().collect();
+    let capacity = |cpu: u32| topo.cpu(cpu).map_or(CAPACITY_SCALE, |c| c.capacity);
+    candidates.sort_by(|&a, &b| capacity(b).cmp(&capacity(a)).then(b.cmp(&a)));
+    let mut taken = CpuSet::new();
+    let mut dedicated: Vec<(u32, &PlanThread)> = Vec::new();
+    // Incumbents keep their CPU if it is still usable.
+    for t in winners {
+        if let Some(cpu) = prev_cpu(t.tid).filter(|&c| usable.contains(c) && !taken.contains(c)) {
+            taken.insert(cpu);
+            dedicated.push((cpu, t));
+        }
+    }
+    for t in winners {
+        if dedicated.iter().any(|(_, d)| d.tid == t.tid) {
+            continue;
+        }
+        if let Some(&cpu) = candidates.iter().find(|&&c| !taken.contains(c)) {
+            taken.insert(cpu);
+            dedicated.push((cpu, t));
+        }
+    }
+    for (cpu, t) in &dedicated {
+        let name = dedicated_name(*cpu);
+        out.groups.insert(
+            name.clone(),
+            GroupSpec {
+                name: name.clone(),
+                kind: GroupKind::Dedicated,
+                cpus: std::iter::once(*cpu).collect(),
+                shares: cfg.shared_shares,
+            },
+        );
+        out.placements.insert(t.tid, (t.pid, name));
+    }
+    if heavy.len() > dedicated.len() {
+        out.notes.push(format!(
+            "{} heavy threads, {} dedicated cores (at most online CPUs - 1): the rest share",
+            heavy.len(),
+            dedicated.len()
+        ));
+    }
+
+    let rest = usable.difference(&taken);
+    let others: Vec<&PlanThread> = threads
+        .iter()
+        .copied()
+        .filter(|t| !out.placements.contains_key(&t.tid))
+        .collect();
+    let medium: Vec<&PlanThread> = others
+        .iter()
+        .copied()
+        .filter(|t| t.class == Class::Medium)
+        .collect();
+    let latency: Vec<&PlanThread> = others
+        .iter()
+        .copied()
+        .filter(|t| t.class == Class::LatencyCritical)
+        .collect();
+    let shared: Vec<&PlanThread> = others
+        .iter()
+        .copied()
+        .filter(|t| matches!(t.class, Class::Light | Class::Heavy))
+        .collect();
+
+    let shared_cpus = if topo.performance.heterogeneous {
+        let little = rest.intersection(&topo.of_type(CoreType::Little));
+        let room: f64 = little
+            .iter()
+            .map(|c| capacity(c) as f64 / CAPACITY_SCALE as f64)
+            .sum();
+        let demand: f64 = shared.iter().map(|t| t.util).sum();
+        if !little.is_empty() && room >= demand * LITTLE_HEADROOM {
+            little
+        } else {
+            rest.clone()
+        }
+    } else {
+        rest.clone()
+    };
+
+    let mut add = |name: &str, kind, cpus: &CpuSet, shares, members: &[&PlanThread]| {
+        if members.is_empty() {
+            return;
+        }
+        out.groups.insert(
+            name.to_string(),
+            GroupSpec {
+                name: name.to_string(),
+                kind,
+                cpus: cpus.clone(),
+                shares,
+            },
+        );
+        for t in members {
+            out.placements.insert(t.tid, (t.pid, name.to_string()));
+        }
+    };
+    let (medium_shares, guaranteed) = medium_group_shares(
+        medium.len() as u32,
+        cfg.medium_min_cpu,
+        rest.len(),
+        cfg.shared_shares,
+    );
+    add(MEDIUM, GroupKind::Medium, &rest, medium_shares, &medium);
+    add(
+        LATENCY,
+        GroupKind::Latency,
+        &rest,
+        cfg.latency_shares,
+        &latency,
+    );
+    add(
+        SHARED,
+        GroupKind::Shared,
+        &shared_cpus,
+        cfg.shared_shares,
+        &shared,
+    );
+    if !medium.is_empty() && !guaranteed {
+        out.notes.push(format!(
+            "{} medium threads cannot each be guaranteed {} of a CPU on {} shared CPUs",
+            medium.len(),
+            cfg.medium_min_cpu,
+            rest.len()
+        ));
+    }
+    out
+}
+
+/// One step from the plan in force to a new one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "op")]
+pub enum Change {
+    /// Create a group, or set its CPUs and shares.
+    SetGroup(GroupSpec),
+    /// Move a thread into a group.
+    Move { tid: u32, pid: u32, group: String },
+    /// Put a thread back where it was before corral moved it.
+    Release { tid: u32 },
+    /// Remove an empty group.
+    RemoveGroup { name: String },
+}
+
+/// The changes that turn `applied` into `next`, in an order that is
+/// always valid: groups are created or updated first (so a thread never
+/// enters a group that does not exist), then threads move, then threads
+/// leave, then groups that lost every member are removed.
+pub fn diff(applied: &Plan, next: &Plan) -> Vec<Change> {
+    let mut out = Vec::new();
+    for (name, g) in &next.groups {
+        if applied.groups.get(name) != Some(g) {
+            out.push(Change::SetGroup(g.clone()));
+        }
+    }
+    for (tid, (pid, group)) in &next.placements {
+        if applied.placements.get(tid).map(|(_, g)| g) != Some(group) {
+            out.push(Change::Move {
+                tid: *tid,
+                pid: *pid,
+                group: group.clone(),
+            });
+        }
+    }
+    for tid in applied.placements.keys() {
+        if !next.placements.contains_key(tid) {
+            out.push(Change::Release { tid: *tid });
+        }
+    }
+    for name in applied.groups.keys() {
+        if !next.groups.contains_key(name) {
+            out.push(Change::RemoveGroup { name: name.clone() });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{PerfReadings, RawCpu, RawTopology};
+    use proptest::prelude::*;
+
+    fn topo(online: &str, possible: u32, caps: &[u64]) -> Topology {
+        let all = CpuSet::first_n(possible);
+        Topology::from_raw(RawTopology {
+            possible: all.clone(),
+            present: all.clone(),
+            online: CpuSet::parse(online).unwrap(),
+            cpus: (0..possible)
+                .map(|id| RawCpu {
+                    id,
+                    perf: PerfReadings {
+                        cpu_capacity: caps.get(id as usize).copied(),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+    }
+
+    fn t(tid: u32, class: Class, peak: f64) -> PlanThread {
+        PlanThread {
+            tid,
+            pid: tid,
+            class,
+            peak,
+            util: peak,
+        }
+    }
+
+    #[test]
+    fn heavy_gets_a_core_and_the_rest_share_the_others() {
+        let p = plan(
+            &topo("0-1", 2, &[]),
+            &[
+                t(1, Class::Heavy, 0.9),
+                t(2, Class::Light, 0.1),
+                t(3, Class::Medium, 0.4),
+                t(4, Class::LatencyCritical, 0.1),
+            ],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(1), Some(1));
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
+        assert_eq!(p.group_of(3).unwrap().name, MEDIUM);
+        assert_eq!(p.group_of(4).unwrap().shares, 10240);
+        // One medium thread on one shared CPU against 1024: 1024 guarantees 0.5.
+        assert_eq!(p.group_of(3).unwrap().shares, 1024);
+    }
+
+    #[test]
+    fn at_most_online_minus_one_dedicated_highest_peak_first() {
+        let p = plan(
+            &topo("0-1", 2, &[]),
+            &[t(1, Class::Heavy, 0.6), t(2, Class::Heavy, 0.9)],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(2), Some(1));
+        assert_eq!(p.group_of(1).unwrap().name, SHARED);
+        assert_eq!(p.notes.len(), 1);
+        // One CPU: nothing dedicated.
+        let p = plan(
+            &topo("0", 1, &[]),
+            &[t(1, Class::Heavy, 0.9)],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.group_of(1).unwrap().name, SHARED);
+    }
+
+    #[test]
+    fn incumbents_keep_their_core() {
+        let cfg = PlanConfig::default();
+        let tp = topo("0-3", 4, &[]);
+        let first = plan(&tp, &[t(1, Class::Heavy, 0.8)], &cfg, None);
+        assert_eq!(first.dedicated_cpu(1), Some(3));
+        let second = plan(
+            &tp,
+            &[t(1, Class::Heavy, 0.8), t(2, Class::Heavy, 0.82)],
+            &cfg,
+            Some(&first),
+        );
+        assert_eq!(second.dedicated_cpu(1), Some(3), "kept its core");
+        assert_eq!(second.dedicated_cpu(2), Some(2));
+        // With only one slot, the incumbent wins within the bonus.
+        let tp = topo("0-1", 2, &[]);
+        let first = plan(&tp, &[t(1, Class::Heavy, 0.8)], &cfg, None);
+        let second = plan(
+            &tp,
+            &[t(1, Class::Heavy, 0.8), t(2, Class::Heavy, 0.82)],
+            &cfg,
+            Some(&first),
+        );
+        assert_eq!(second.dedicated_cpu(1), Some(1));
+        let third = plan(
+            &tp,
+            &[t(1, Class::Heavy, 0.6), t(2, Class::Heavy, 0.9)],
+            &cfg,
+            Some(&second),
+        );
+        assert_eq!(
+            third.dedicated_cpu(2),
+            Some(1),
+            "a clearly heavier thread takes over"
+        );
+    }
+
+    #[test]
+    fn big_cores_dedicated_first_little_cores_shared() {
+        let tp = topo("0-7", 8, &[1024, 1024, 1024, 1024, 446, 446, 446, 446]);
+        let p = plan(
+            &tp,
+            &[
+                t(1, Class::Heavy, 0.9),
+                t(2, Class::Light, 0.2),
+                t(3, Class::Light, 0.2),
+            ],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(1), Some(3));
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "4-7");
+        // Too much light demand for the little cores: all remaining CPUs.
+        let many: Vec<PlanThread> = (10..30).map(|i| t(i, Class::Light, 0.25)).collect();
+        let p = plan(&tp, &many, &PlanConfig::default(), None);
+        assert_eq!(p.group_of(10).unwrap().cpus.to_string(), "0-7");
+    }
+
+    #[test]
+    fn plans_only_over_online_cpus() {
+        let p = plan(
+            &topo("0,2", 4, &[]),
+            &[t(1, Class::Heavy, 0.9), t(2, Class::Light, 0.1)],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(1), Some(2));
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
+    }
+
+    #[test]
+    fn diff_orders_changes() {
+        let tp = topo("0-1", 2, &[]);
+        let cfg = PlanConfig::default();
+        let a = plan(
+            &tp,
+            &[t(1, Class::Heavy, 0.9), t(2, Class::Light, 0.1)],
+            &cfg,
+            None,
+        );
+        let b = plan(
+            &tp,
+            &[t(2, Class::Light, 0.1), t(3, Class::LatencyCritical, 0.1)],
+            &cfg,
+            Some(&a),
+        );
+        let d = diff(&a, &b);
+        assert_eq!(
+            d,
+            vec![
+                Change::SetGroup(b.groups[LATENCY].clone()),
+                Change::SetGroup(b.groups[SHARED].clone()),
+                Change::Move {
+                    tid: 3,
+                    pid: 3,
+                    group: LATENCY.into()
+                },
+                Change::Release { tid: 1 },
+                Change::RemoveGroup {
+                    name: dedicated_name(1)
+                },
+            ]
+        );
+        assert!(diff(&b, &b).is_empty());
+        assert_eq!(diff(&Plan::default(), &Plan::default()), vec![]);
+    }
+
+    fn class() -> impl Strategy<Value = Class> {
+        prop_oneof![
+            Just(Class::Light),
+            Just(Class::Medium),
+            Just(Class::Heavy),
+            Just(Class::LatencyCritical)
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn planner_invariants(
+            possible in 1u32..12,
+            online_bits in any::<u16>(),
+            caps in proptest::collection::vec(prop_oneof![Just(1024u64), Just(446u64)], 12),
+            threads in proptest::collection::vec((1u32..60, class(), 0.0f64..1.0), 0..40),
+            dedicated_cores in any::<bool>(),
+        ) {
+            let online: CpuSet = (0..possible).filter(|c| online_bits & (1 << c) != 0).collect();
+            let online = if online.is_empty() { CpuSet::first_n(1) } else { online };
+            let tp = topo(&online.to_string(), possible, &caps[..possible as usize]);
+            let threads: Vec<PlanThread> = threads.into_iter().map(|(tid, c, p)| t(tid, c, p)).collect();
+            let cfg = PlanConfig { dedicated_cores, ..Default::default() };
+            let p = plan(&tp, &threads, &cfg, None);
+
+            // No group has an empty CPU set; every CPU is online.
+            for g in p.groups.values() {
+                prop_assert!(!g.cpus.is_empty(), "{} empty", g.name);
+                prop_assert!(g.cpus.is_subset(&tp.online), "{} = {} not online", g.name, g.cpus);
+            }
+            // Dedicated cores are exclusive, and fewer than the online CPUs.
+            let dedicated: Vec<&GroupSpec> = p.groups.values().filter(|g| g.kind == GroupKind::Dedicated).collect();
+            prop_assert!(dedicated.len() < tp.online.len().max(2) as usize);
+            for d in &dedicated {
+                prop_assert_eq!(d.cpus.len(), 1);
+                for g in p.groups.values().filter(|g| g.name != d.name) {
+                    prop_assert!(d.cpus.intersection(&g.cpus).is_empty(), "{} overlaps {}", d.name, g.name);
+                }
+            }
+            // Each managed thread is in exactly one existing group.
+            let mut tids: Vec<u32> = threads.iter().map(|t| t.tid).collect();
+            tids.sort_unstable();
+            tids.dedup();
+            prop_assert_eq!(p.placements.keys().copied().collect::<Vec<_>>(), tids);
+            for (_, g) in p.placements.values() {
+                prop_assert!(p.groups.contains_key(g));
+            }
+            // Same input, same plan (and order of input does not matter).
+            let mut rev = threads.clone();
+            rev.reverse();
+            prop_assert_eq!(&plan(&tp, &threads, &cfg, None), &p);
+            if threads.iter().map(|t| t.tid).collect::<std::collections::BTreeSet<_>>().len() == threads.len() {
+                prop_assert_eq!(&plan(&tp, &rev, &cfg, None), &p);
+            }
+            // Applying the diff from nothing yields the plan.
+            let d = diff(&Plan::default(), &p);
+            prop_assert_eq!(d.len(), p.groups.len() + p.placements.len());
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! CPU weights of groups, and paper 002's analysis: the share of a CPU a
+//! thread can count on through the group hierarchy.
+//!
+//! Group scheduling makes a cgroup one scheduling entity in its parent's
+//! run queue, weighted by its `cpu.shares` (v1) or `cpu.weight` (v2); its
+//! members share what the group gets. A group's vruntime advances as
+//! `VR += w0 · runtime / F` (F = its shares), so a 52-share group beside a
+//! 1024-share group advances ~20× faster and is picked ~20× less often:
+//! 52 / (52 + 1024) ≈ 4.8 % of the CPU when both want it all.
+
+use serde::Serialize;
+
+/// The nice-0 load weight, and the default `cpu.shares`.
+pub const NICE_0_WEIGHT: u64 = 1024;
+/// `cpu.shares` limits (kernel/sched/sched.h: MIN_SHARES, MAX_SHARES).
+pub const MIN_SHARES: u64 = 2;
+pub const MAX_SHARES: u64 = 1 << 18;
+/// `cpu.weight` limits and default (include/linux/cgroup.h: CGROUP_WEIGHT_*).
+pub const MIN_WEIGHT: u64 = 1;
+pub const MAX_WEIGHT: u64 = 10_000;
+pub const DFL_WEIGHT: u64 = 100;
+
+/// The kernel's nice → load weight table (kernel/sched/core.c,
+/// `sched_prio_to_weight`): each nice step is ~1.25×.
+pub const NICE_TO_WEIGHT: [u64; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
+    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
+    70, 56, 45, 36, 29, 23, 18, 15,
+];
+
+/// The load weight of a SCHED_OTHER thread at `nice` (clamped to −20..19).
+pub fn nice_to_weight(nice: i32) -> u64 {
+    NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+/// v1 `cpu.shares` → v2 `cpu.weight`, rounding up so a guarantee computed
+/// in shares still holds (the kernel maps back with
+/// `sched_weight_from_cgroup`: shares = weight · 1024 / 100, rounded).
+pub fn shares_to_weight(shares: u64) -> u64 {
+    (shares * DFL_WEIGHT)
+        .div_ceil(NICE_0_WEIGHT)
+        .clamp(MIN_WEIGHT, MAX_WEIGHT)
+}
+
+/// v2 `cpu.weight` → the v1 shares the kernel uses for it.
+pub fn weight_to_shares(weight: u64) -> u64 {
+    (weight * NICE_0_WEIGHT + DFL_WEIGHT / 2) / DFL_WEIGHT
+}
+
+/// The `cpu.shares` a group of `members` medium threads needs so that each
+/// can count on `min_cpu` of a CPU when the group competes with a group of
+/// weight `other_shares` on `cpus` CPUs, everything runnable.
+///
+/// ```text
+///   the group gets   cpus · w / (w + w_other)   CPUs
+///   it must be ≥     members · min_cpu          =: need
+///   ⇒  w ≥ w_other · need / (cpus − need)       (cpus > need)
+/// ```
+///
+/// v1: with 2 medium threads on 3 shared CPUs against the 1024-share shared
+/// group, need = 1.0 and w ≥ 1024 · 1 / 2 = 512. v2: the same in weights,
+/// 100 · 1 / 2 = 50, which [`shares_to_weight`] gives from 512 (rounding
+/// up). When `cpus ≤ need` no weight can make the guarantee; the result is
+/// [`MAX_SHARES`] and `false`.
+pub fn medium_group_shares(
+    members: u32,
+    min_cpu: f64,
+    cpus: u32,
+    other_shares: u64,
+) -> (u64, bool) {
+    let need = members as f64 * min_cpu;
+    let cpus = cpus as f64;
+    if need <= 0.0 {
+        return (MIN_SHARES, true);
+    }
+    if cpus <= need {
+        return (MAX_SHARES, false);
+    }
+    let w = (other_shares as f64 * need / (cpus - need)).ceil() as u64;
+    (w.clamp(MIN_SHARES, MAX_SHARES), true)
+}
+
+/// One level of the hierarchy above a thread: its own entity's weight
+/// and the total weight of the entities competing at that level (its own
+/// included).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Level {
+    pub weight: u64,
+    pub total: u64,
+}
+
+/// The share of one CPU a thread can count on when every entity at every
+/// level wants CPU: the product of its fractions down the hierarchy,
+/// times the CPUs it may use, capped at one CPU (a thread runs on one
+/// CPU at a time).
+///
+/// ```text
+///   share = min(1, cpus · Π_levels weight / total)
+/// ```
+///
+/// It treats the CPUs as one pool, which is what load balancing aims at;
+/// with fewer runnable entities than CPUs the real share is higher.
+pub fn effective_share(levels: &[Level], cpus: u32) -> f64 {
+    let fraction: f64 = levels
+        .iter()
+        .map(|l| l.weight as f64 / l.total.max(1) as f64)
+        .product();
+    (fraction * cpus as f64).min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_002_background_group_gets_4_8_percent() {
+        // A 52-share group beside a 1024-share group on one CPU.
+        let share = effective_share(
+            &[Level {
+                weight: 52,
+                total: 52 + 1024,
+            }],
+            1,
+        );
+        assert!((share - 0.0483).abs() < 0.0001, "{share}");
+        // One of two equal threads inside that group gets half of it.
+        let share = effective_share(
+            &[
+                Level {
+                    weight: 52,
+                    total: 1076,
+                },
+                Level {
+                    weight: 1024,
+                    total: 2048,
+                },
+            ],
+            1,
+        );
+        assert!((share - 0.02416).abs() < 0.0001, "{share}");
+        // Alone in a 1024-share group on two CPUs against a busy sibling: a whole CPU.
+        assert_eq!(
+            effective_share(
+                &[Level {
+                    weight: 1024,
+                    total: 2048
+                }],
+                2
+            ),
+            1.0
+        );
+    }
+
+    #[test]
+    fn medium_weight_arithmetic() {
+        assert_eq!(medium_group_shares(2, 0.5, 3, 1024), (512, true));
+        assert_eq!(shares_to_weight(512), 50);
+        // One medium thread on one shared CPU: need 0.5 of 1 -> equal weight.
+        assert_eq!(medium_group_shares(1, 0.5, 1, 1024), (1024, true));
+        // Two on one CPU cannot each have half a CPU guaranteed by weight alone... exactly.
+        assert_eq!(medium_group_shares(2, 0.5, 1, 1024), (MAX_SHARES, false));
+        assert_eq!(medium_group_shares(0, 0.5, 1, 1024), (MIN_SHARES, true));
+        // The guarantee holds: cpus * w / (w + other) >= need.
+        for (m, c) in [(1u32, 2u32), (3, 4), (5, 8), (1, 1)] {
+            let (w, ok) = medium_group_shares(m, 0.5, c, 1024);
+            assert!(ok);
+            assert!(c as f64 * w as f64 / (w + 1024) as f64 >= m as f64 * 0.5 - 1e-9);
+        }
+    }
+
+    #[test]
+    fn weight_conversions() {
+        assert_eq!(shares_to_weight(1024), 100);
+        assert_eq!(shares_to_weight(10240), 1000);
+        assert_eq!(shares_to_weight(2), 1);
+        assert_eq!(shares_to_weight(MAX_SHARES), MAX_WEIGHT);
+        assert_eq!(weight_to_shares(100), 1024);
+        assert_eq!(nice_to_weight(0), 1024);
+        assert_eq!(nice_to_weight(5), 335);
+        assert_eq!(nice_to_weight(-20), 88761);
+        assert_eq!(nice_to_weight(99), 15);
+    }
+}

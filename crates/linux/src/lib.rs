@@ -22,7 +22,9 @@ mod error;
 pub mod fake;
 mod fsutil;
 pub mod paths;
+pub mod placer;
 pub mod procfs;
+pub mod sampler;
 pub mod sched;
 pub mod sysfs;
 

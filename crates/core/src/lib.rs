@@ -34,6 +34,7 @@ pub mod classify;
 pub mod config;
 pub mod cpucount;
 pub mod cpuset;
+pub mod host;
 pub mod plan;
 pub mod share;
 pub mod topology;

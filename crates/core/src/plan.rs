@@ -23,7 +23,7 @@ use crate::config::PlanConfig;
 use crate::cpuset::CpuSet;
 use crate::share::medium_group_shares;
 use crate::topology::{CoreType, Topology, CAPACITY_SCALE};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Name of the group of heavy threads' cores: `dedicated-cpuN`.
@@ -52,7 +52,7 @@ pub struct PlanThread {
 }
 
 /// What a group is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GroupKind {
     Dedicated,

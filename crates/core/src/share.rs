@@ -83,7 +83,7 @@ pub fn medium_group_shares(
 /// One level of the hierarchy above a thread: its own entity's weight
 /// and the total weight of the entities competing at that level (its own
 /// included).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Level {
     pub weight: u64,
     pub total: u64,

@@ -21,6 +21,7 @@ pub mod cpucount;
 mod error;
 pub mod fake;
 mod fsutil;
+pub mod host;
 pub mod paths;
 pub mod placer;
 pub mod procfs;

@@ -1,0 +1,251 @@
+//! The loop on a scripted host: classification, placement, hot-plug,
+//! failures and restore.
+
+use super::*;
+use corral_core::plan::GroupKind;
+use corral_core::sample::{Policy, Snapshot};
+use corral_core::share::Level;
+use corral_core::topology::RawTopology;
+use std::fmt;
+
+#[derive(Debug)]
+struct MockError(&'static str);
+impl fmt::Display for MockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+impl std::error::Error for MockError {}
+impl HostError for MockError {
+    fn is_gone(&self) -> bool {
+        self.0 == "gone"
+    }
+}
+
+/// Threads with a fixed utilisation and wake-up rate; 1 s per step.
+struct MockHost {
+    now: u64,
+    online: CpuSet,
+    threads: Vec<(u32, f64, u64)>,
+    cum: BTreeMap<u32, (u64, u64)>,
+    applied: Vec<Change>,
+    restored: bool,
+    fail_moves_of: Option<u32>,
+}
+
+impl MockHost {
+    fn new(online: &str, threads: Vec<(u32, f64, u64)>) -> MockHost {
+        MockHost {
+            now: 0,
+            online: CpuSet::parse(online).unwrap(),
+            threads,
+            cum: BTreeMap::new(),
+            applied: vec![],
+            restored: false,
+            fail_moves_of: None,
+        }
+    }
+}
+
+impl Host for MockHost {
+    type Error = MockError;
+    fn now_ns(&self) -> u64 {
+        self.now
+    }
+    fn topology(&mut self) -> Result<Topology, MockError> {
+        let possible = CpuSet::first_n(4);
+        Ok(Topology::from_raw(RawTopology {
+            possible: possible.clone(),
+            present: possible,
+            online: self.online.clone(),
+            ..Default::default()
+        }))
+    }
+    fn online(&mut self) -> Result<CpuSet, MockError> {
+        Ok(self.online.clone())
+    }
+    fn sample(&mut self) -> Result<Snapshot, MockError> {
+        self.now += 1_000_000_000;
+        let mut threads = vec![];
+        for &(tid, util, wakeups) in &self.threads {
+            let c = self.cum.entry(tid).or_default();
+            c.0 += (util * 1e9) as u64;
+            c.1 += wakeups;
+            threads.push(ThreadSample {
+                tid,
+                pid: 100,
+                comm: format!("t{tid}"),
+                run_ns: c.0,
+                wait_ns: 0,
+                timeslices: c.1,
+                voluntary_switches: c.1,
+                involuntary_switches: 0,
+                nr_migrations: None,
+                util_avg: None,
+                cpu: 0,
+                policy: Policy::Other,
+                nice: 0,
+                kernel_thread: false,
+                uid: 0,
+                exe: None,
+                cgroup: Some("/".into()),
+                affinity_narrowed: false,
+            });
+        }
+        Ok(Snapshot {
+            at_ns: self.now,
+            threads,
+        })
+    }
+    fn apply(&mut self, change: &Change) -> Result<(), MockError> {
+        if let Change::Move { tid, .. } = change {
+            if Some(*tid) == self.fail_moves_of {
+                return Err(MockError("EINVAL"));
+            }
+        }
+        self.applied.push(change.clone());
+        Ok(())
+    }
+    fn restore(&mut self) -> Result<(), MockError> {
+        self.restored = true;
+        Ok(())
+    }
+    fn share_levels(&mut self, _tid: u32) -> Result<Option<(Vec<Level>, u32)>, MockError> {
+        Ok(Some((
+            vec![Level {
+                weight: 52,
+                total: 1076,
+            }],
+            1,
+        )))
+    }
+    fn describe(&self) -> String {
+        "mock".into()
+    }
+}
+
+fn daemon(online: &str, threads: Vec<(u32, f64, u64)>) -> Daemon<MockHost> {
+    Daemon::new(MockHost::new(online, threads), Config::default()).unwrap()
+}
+
+#[test]
+fn places_from_the_second_interval() {
+    // A hog, a periodic 10 ms / 1 ms thread, a medium thread, a light one.
+    let mut d = daemon(
+        "0-3",
+        vec![(1, 0.95, 1), (2, 0.10, 100), (3, 0.40, 5), (4, 0.05, 2)],
+    );
+    assert!(
+        d.step().unwrap().changes.is_empty(),
+        "first sight: no rates yet"
+    );
+    d.step().unwrap();
+    assert_eq!(d.plan().dedicated_cpu(1), Some(3));
+    assert_eq!(d.plan().group_of(3).unwrap().kind, GroupKind::Medium);
+    assert_eq!(d.plan().group_of(4).unwrap().kind, GroupKind::Shared);
+    // The periodic thread becomes latency-critical after 3 intervals.
+    d.step().unwrap();
+    d.step().unwrap();
+    assert_eq!(d.class_of(2), Some(Class::LatencyCritical));
+    assert_eq!(d.plan().group_of(2).unwrap().kind, GroupKind::Latency);
+    // Steady state: nothing to change.
+    assert!(d.step().unwrap().changes.is_empty());
+    let s = d.status();
+    assert_eq!(s.counts.get("heavy"), Some(&1));
+    assert_eq!(s.groups.iter().map(|g| g.members).sum::<usize>(), 4);
+}
+
+#[test]
+fn hotplug_replans_within_one_interval() {
+    let mut d = daemon("0-3", vec![(1, 0.95, 1), (4, 0.05, 2)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    assert_eq!(d.plan().dedicated_cpu(1), Some(3));
+    d.host_mut().online = CpuSet::parse("0-2").unwrap();
+    let r = d.step().unwrap();
+    assert_eq!(r.hotplug.as_ref().unwrap().1.to_string(), "0-2");
+    assert_eq!(
+        d.plan().dedicated_cpu(1),
+        Some(2),
+        "the dedicated core moved"
+    );
+    for g in d.plan().groups.values() {
+        assert!(
+            g.cpus.is_subset(&d.topology().online),
+            "{} on {}",
+            g.name,
+            g.cpus
+        );
+    }
+    // Down to one CPU: no dedicated core, everything shared on CPU 0.
+    d.host_mut().online = CpuSet::parse("0").unwrap();
+    d.step().unwrap();
+    assert_eq!(d.plan().dedicated_cpu(1), None);
+    assert_eq!(d.plan().group_of(1).unwrap().cpus.to_string(), "0");
+}
+
+#[test]
+fn a_failed_move_is_reported_and_retried() {
+    let mut d = daemon("0-1", vec![(1, 0.95, 1), (2, 0.05, 2)]);
+    d.host_mut().fail_moves_of = Some(2);
+    d.step().unwrap();
+    let r = d.step().unwrap();
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    assert!(r.errors[0].contains("move thread 2"));
+    assert!(d.plan().group_of(2).is_none());
+    d.host_mut().fail_moves_of = None;
+    let r = d.step().unwrap();
+    assert!(r.errors.is_empty());
+    assert!(d.plan().group_of(2).is_some());
+}
+
+#[test]
+fn explain_and_shutdown() {
+    let mut d = daemon("0-1", vec![(1, 0.10, 100)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    let e = d.explain(1).unwrap();
+    assert!((e.effective_share - 52.0 / 1076.0).abs() < 1e-9);
+    assert!(e.why.contains("peak utilisation 10 %"), "{}", e.why);
+    assert!(d.explain(99).unwrap_err().contains("not in corral's scope"));
+    d.shutdown().unwrap();
+    assert!(d.host().restored);
+    assert!(d.plan().groups.is_empty());
+}
+
+#[test]
+fn socket_serves_status_and_explain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corral.sock");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _guard = server::listen(&path, tx.clone()).unwrap();
+    let mut d = daemon("0-1", vec![(1, 0.95, 1)]);
+    let client = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let status = server::request(&path, api::Command::Status).unwrap();
+            let explain = server::request(&path, api::Command::Explain { tid: 1 }).unwrap();
+            let missing = server::request(&path, api::Command::Explain { tid: 7 }).unwrap();
+            tx.send(server::Msg::Stop("test".into())).unwrap();
+            (status, explain, missing)
+        })
+    };
+    let ended = server::run(
+        &mut d,
+        &rx,
+        std::time::Duration::from_millis(20),
+        false,
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(ended, server::Ended::Stopped("test".into()));
+    let (status, explain, missing) = client.join().unwrap();
+    assert!(status.ok);
+    assert_eq!(status.result.unwrap()["backend"], "mock");
+    assert_eq!(explain.result.unwrap()["tid"], 1);
+    assert!(!missing.ok);
+    assert!(missing.error.unwrap().contains("not in corral's scope"));
+    // A second daemon on the same socket is refused while the first listens.
+    let (tx2, _rx2) = std::sync::mpsc::channel();
+    assert!(server::listen(&path, tx2).is_err());
+}

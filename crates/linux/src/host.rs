@@ -1,0 +1,253 @@
+//! [`LinuxHost`]: the live kernel behind corral's [`Host`] interface.
+
+use crate::cgroup::CgroupMounts;
+use crate::error::{Error, Result};
+use crate::fsutil::read_cpulist;
+use crate::paths::HostPaths;
+use crate::placer::{Layout, Placer};
+use crate::sampler::{parse_stat, Sampler, Scope};
+use crate::sysfs;
+use corral_core::host::{Host, HostError};
+use corral_core::plan::Change;
+use corral_core::sample::Snapshot;
+use corral_core::share::{nice_to_weight, Level, NICE_0_WEIGHT};
+use corral_core::{CpuSet, Topology};
+use std::path::{Path, PathBuf};
+
+impl HostError for Error {
+    fn is_gone(&self) -> bool {
+        Error::is_gone(self)
+    }
+}
+
+/// The live machine: sampler, placer and topology readers.
+#[derive(Debug)]
+pub struct LinuxHost {
+    paths: HostPaths,
+    sampler: Sampler,
+    placer: Placer,
+    dry_run: bool,
+    /// The cpu controller's hierarchy (for effective shares).
+    cpu_mount: Option<PathBuf>,
+    version_v1: bool,
+}
+
+impl LinuxHost {
+    /// A host for `scope`, placing through `layout` under `root_name`
+    /// (`corral`, or a test's own). With `dry_run`, nothing is changed.
+    pub fn new(
+        paths: HostPaths,
+        scope: Scope,
+        layout: Layout,
+        root_name: &str,
+        dry_run: bool,
+    ) -> Result<LinuxHost> {
+        let online = read_cpulist(&paths.cpu_dir().join("online"))?;
+        let mounts = CgroupMounts::discover(&paths)?;
+        let (cpu_mount, version_v1) = match &layout {
+            Layout::V1 { cpu, .. } => (Some(cpu.clone()), true),
+            Layout::V2 { unified } => (Some(unified.clone()), false),
+        };
+        let _ = mounts;
+        Ok(LinuxHost {
+            sampler: Sampler::new(paths.clone(), scope, online),
+            placer: Placer::new(layout, root_name, &paths),
+            paths,
+            dry_run,
+            cpu_mount,
+            version_v1,
+        })
+    }
+
+    /// Read each process's executable (for `exe` rules).
+    pub fn want_exe(&mut self, yes: bool) {
+        self.sampler.want_exe(yes);
+    }
+
+    /// corral's root directories in cgroupfs.
+    pub fn root_dirs(&self) -> Vec<PathBuf> {
+        self.placer.root_dirs()
+    }
+
+    /// Files the sampler keeps open.
+    pub fn open_files(&self) -> usize {
+        self.sampler.open_files
+    }
+}
+
+impl Host for LinuxHost {
+    type Error = Error;
+
+    fn now_ns(&self) -> u64 {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+
+    fn topology(&mut self) -> Result<Topology> {
+        let t = sysfs::read_topology(&self.paths)?;
+        self.sampler.set_online(t.online.clone());
+        Ok(t)
+    }
+
+    fn online(&mut self) -> Result<CpuSet> {
+        read_cpulist(&self.paths.cpu_dir().join("online"))
+    }
+
+    fn sample(&mut self) -> Result<Snapshot> {
+        let now = self.now_ns();
+        self.sampler.sample(now)
+    }
+
+    fn apply(&mut self, change: &Change) -> Result<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        match change {
+            Change::SetGroup(spec) => self.placer.set_group(spec),
+            Change::Move { tid, pid, group } => {
+                if self.placer.move_thread(*tid, *pid, group)? {
+                    self.sampler.pin(*tid, *pid);
+                }
+                Ok(())
+            }
+            Change::Release { tid } => self.placer.release(*tid),
+            Change::RemoveGroup { name } => self.placer.remove_group(name),
+        }
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        self.placer.restore_all()
+    }
+
+    fn share_levels(&mut self, tid: u32) -> Result<Option<(Vec<Level>, u32)>> {
+        let Some(mount) = self.cpu_mount.clone() else {
+            return Ok(None);
+        };
+        share_levels(&self.paths, &mount, self.version_v1, tid)
+    }
+
+    fn describe(&self) -> String {
+        let backend = match self.placer.layout() {
+            Layout::V1 { cpu, cpuset } => {
+                format!("cgroup v1 ({}, {})", cpu.display(), cpuset.display())
+            }
+            Layout::V2 { unified } => format!("cgroup v2 ({})", unified.display()),
+        };
+        if self.dry_run {
+            format!("{backend}, dry run")
+        } else {
+            backend
+        }
+    }
+}
+
+/// The levels above `tid` in the cpu hierarchy mounted at `mount`,
+/// counting as competitors the entities that have a runnable (`R`) task
+/// now — those that would take CPU from it now — plus the thread itself.
+pub fn share_levels(
+    paths: &HostPaths,
+    mount: &Path,
+    v1: bool,
+    tid: u32,
+) -> Result<Option<(Vec<Level>, u32)>> {
+    let proc_tid = paths.procfs.join(tid.to_string());
+    let Some(cgroup_text) = crate::fsutil::read_opt(&proc_tid.join("cgroup"))? else {
+        return Ok(None);
+    };
+    let path = cgroup_text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (id, ctrl, p) = (f.next()?, f.next()?, f.next()?);
+        let hit = if v1 {
+            ctrl.split(',').any(|c| c == "cpu")
+        } else {
+            id == "0" && ctrl.is_empty()
+        };
+        hit.then(|| p.to_string())
+    });
+    let Some(path) = path else { return Ok(None) };
+    let Some(stat) = crate::fsutil::read_opt(&proc_tid.join("stat"))? else {
+        return Ok(None);
+    };
+    let me = parse_stat(&stat)
+        .ok_or_else(|| Error::parse(&proc_tid.join("stat"), &stat, "a stat line"))?;
+    let cpus = crate::procfs::cpus_allowed(paths, Some(tid))?.map_or(1, |c| c.len());
+
+    let tasks_file = if v1 { "tasks" } else { "cgroup.threads" };
+    let weight_of_group = |dir: &Path| -> u64 {
+        if v1 {
+            read_u64(&dir.join("cpu.shares")).unwrap_or(NICE_0_WEIGHT)
+        } else {
+            read_u64(&dir.join("cpu.weight"))
+                .map_or(NICE_0_WEIGHT, corral_core::share::weight_to_shares)
+        }
+    };
+    // Runnable tasks directly in `dir` (excluding `tid`), by nice weight.
+    let runnable_tasks = |dir: &Path| -> u64 {
+        let text = std::fs::read_to_string(dir.join(tasks_file)).unwrap_or_default();
+        text.split_whitespace()
+            .filter_map(|t| t.parse::<u32>().ok())
+            .filter(|&t| t != tid)
+            .filter_map(|t| {
+                std::fs::read_to_string(paths.procfs.join(t.to_string()).join("stat")).ok()
+            })
+            .filter_map(|s| parse_stat(&s))
+            .filter(|s| s.state == 'R')
+            .map(|s| nice_to_weight(s.nice))
+            .sum()
+    };
+    let has_runnable = |dir: &Path| -> bool { subtree_has_runnable(paths, dir, tasks_file) };
+
+    let mut levels = Vec::new();
+    let mut dir = mount.join(path.trim_start_matches('/'));
+    // The thread among the tasks and child groups of its own cgroup.
+    let own = nice_to_weight(me.nice);
+    let mut total = own + runnable_tasks(&dir);
+    total += child_dirs(&dir)
+        .filter(|c| has_runnable(c))
+        .map(|c| weight_of_group(&c))
+        .sum::<u64>();
+    levels.push(Level { weight: own, total });
+    // Each group on the way up among its siblings.
+    while dir != mount {
+        let Some(parent) = dir.parent().map(Path::to_path_buf) else {
+            break;
+        };
+        let own = weight_of_group(&dir);
+        let mut total = own + runnable_tasks(&parent);
+        total += child_dirs(&parent)
+            .filter(|c| *c != dir && has_runnable(c))
+            .map(|c| weight_of_group(&c))
+            .sum::<u64>();
+        levels.push(Level { weight: own, total });
+        dir = parent;
+    }
+    levels.reverse();
+    Ok(Some((levels, cpus)))
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn child_dirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+}
+
+fn subtree_has_runnable(paths: &HostPaths, dir: &Path, tasks_file: &str) -> bool {
+    let text = std::fs::read_to_string(dir.join(tasks_file)).unwrap_or_default();
+    let here = text.split_whitespace().any(|t| {
+        std::fs::read_to_string(paths.procfs.join(t).join("stat"))
+            .ok()
+            .and_then(|s| parse_stat(&s))
+            .is_some_and(|s| s.state == 'R')
+    });
+    here || child_dirs(dir).any(|c| subtree_has_runnable(paths, &c, tasks_file))
+}

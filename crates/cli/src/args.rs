@@ -56,9 +56,90 @@ pub enum Command {
     /// The command replaces corral (exec), so it keeps corral's PID, signals
     /// and exit status.
     Exec(ExecArgs),
+    /// Run the daemon: measure, classify and place threads through cgroups.
+    ///
+    /// Every interval it samples the threads in scope, classifies them
+    /// (heavy, medium, light, latency-critical), plans groups and applies
+    /// the difference. On SIGTERM or SIGINT it puts every thread back and
+    /// removes its groups. Needs root unless --dry-run.
+    Run(RunArgs),
+    /// Show what a running daemon is doing.
+    Status(StatusArgs),
+    /// Explain one thread: its figures, class and why, group, and the share
+    /// of a CPU it can count on through the cgroup hierarchy.
+    Explain(ExplainArgs),
+    /// Print or check the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Experiments on this machine's kernel.
     #[command(subcommand)]
     Lab(LabCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Configuration file (TOML); `corral config default` prints every key.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Sampling interval, overriding the configuration.
+    #[arg(long, value_name = "MS")]
+    pub interval: Option<u64>,
+    /// Print each plan and the changes it would make; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run one step (two samples, an interval apart, so rates exist) and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// cgroup interface: v1, v2 or auto, overriding the configuration.
+    #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "auto"])]
+    pub cgroup: Option<String>,
+    /// The socket for status and explain (`none` for no socket).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Manage only this process and its descendants (repeatable).
+    #[arg(long, value_name = "PID")]
+    pub scope_pid: Vec<u32>,
+    /// Manage only threads at or under this cgroup path of the cpu
+    /// hierarchy, e.g. /lab (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub scope_cgroup: Vec<String>,
+    /// Name of corral's own group under each cgroup mount (must start with
+    /// "corral"); tests and experiments use their own.
+    #[arg(long, value_name = "NAME", default_value = "corral", hide = true)]
+    pub group_name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The daemon's socket.
+    #[arg(long, value_name = "PATH", default_value = "/run/corral.sock")]
+    pub socket: PathBuf,
+    /// Print JSON for programs.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The thread id.
+    pub tid: u32,
+    /// The daemon's socket.
+    #[arg(long, value_name = "PATH", default_value = "/run/corral.sock")]
+    pub socket: PathBuf,
+    /// Print JSON for programs.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the default configuration, commented.
+    Default,
+    /// Validate a configuration file (exit 2 and name the line if wrong).
+    Check {
+        /// The file to check.
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

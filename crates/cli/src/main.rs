@@ -14,7 +14,12 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("corral: error: {err:#}");
-            ExitCode::from(1)
+            // A bad configuration is a usage error, as clap's are.
+            if err.downcast_ref::<cmd::ConfigFileError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

@@ -228,6 +228,15 @@ pub fn share_levels(
     Ok(Some((levels, cpus)))
 }
 
+/// The daemon's own threads are runnable while they read: not competitors.
+fn is_own_thread(paths: &HostPaths, tid: u32) -> bool {
+    paths
+        .procfs
+        .join("self/task")
+        .join(tid.to_string())
+        .exists()
+}
+
 fn read_u64(path: &Path) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
@@ -243,11 +252,14 @@ fn child_dirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
 
 fn subtree_has_runnable(paths: &HostPaths, dir: &Path, tasks_file: &str) -> bool {
     let text = std::fs::read_to_string(dir.join(tasks_file)).unwrap_or_default();
-    let here = text.split_whitespace().any(|t| {
-        std::fs::read_to_string(paths.procfs.join(t).join("stat"))
-            .ok()
-            .and_then(|s| parse_stat(&s))
-            .is_some_and(|s| s.state == 'R')
-    });
+    let here = text
+        .split_whitespace()
+        .filter(|t| t.parse().is_ok_and(|t| !is_own_thread(paths, t)))
+        .any(|t| {
+            std::fs::read_to_string(paths.procfs.join(t).join("stat"))
+                .ok()
+                .and_then(|s| parse_stat(&s))
+                .is_some_and(|s| s.state == 'R')
+        });
     here || child_dirs(dir).any(|c| subtree_has_runnable(paths, &c, tasks_file))
 }

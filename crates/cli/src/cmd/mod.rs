@@ -1,10 +1,13 @@
 //! One module per subcommand.
 
+mod config;
 mod cpus;
 mod exec;
 mod lab;
+mod run;
+mod status;
 
-use crate::args::{Cli, Command, LabCommand, Roots};
+use crate::args::{Cli, Command, ConfigCommand, LabCommand, Roots};
 use corral_linux::HostPaths;
 use std::process::ExitCode;
 
@@ -14,6 +17,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Cpus(args) => cpus::run(&paths, &args),
         Command::Exec(args) => exec::run(&paths, args),
+        Command::Run(args) => run::run(&paths, &args),
+        Command::Status(args) => status::status(&args),
+        Command::Explain(args) => status::explain(&args),
+        Command::Config(ConfigCommand::Default) => config::default(),
+        Command::Config(ConfigCommand::Check { file }) => config::check(&file),
         Command::Lab(LabCommand::Parallel(args)) => lab::parallel(&paths, &args),
     }
 }
@@ -24,4 +32,29 @@ fn host_paths(roots: &Roots) -> HostPaths {
         procfs: roots.proc_root.clone(),
         cgroup: roots.cgroup_root.clone(),
     }
+}
+
+/// A configuration file that does not parse or validate: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}{key}: {message}", file = .file.display(), line = .line.map_or(String::new(), |l| l.to_string()), key = .key.as_ref().map_or(String::new(), |k| format!(": key `{k}`")))]
+pub struct ConfigFileError {
+    pub file: std::path::PathBuf,
+    pub line: Option<usize>,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+/// Reads and validates a configuration file.
+pub fn load_config(file: &std::path::Path) -> anyhow::Result<corral_core::config::Config> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow::anyhow!("cannot read the configuration {}: {e}", file.display()))?;
+    corral_core::config::Config::parse(&text).map_err(|e| {
+        ConfigFileError {
+            file: file.to_path_buf(),
+            line: e.line,
+            key: e.key,
+            message: e.message,
+        }
+        .into()
+    })
 }

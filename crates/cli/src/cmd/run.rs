@@ -1,0 +1,217 @@
+//! `corral run`: the daemon.
+
+use crate::args::RunArgs;
+use anyhow::{bail, Context};
+use corral_core::config::CgroupChoice;
+use corral_core::host::Host;
+use corral_core::plan::Change;
+use corral_daemon::server::{self, Msg};
+use corral_daemon::{Daemon, StepReport};
+use corral_linux::cgroup::CgroupMounts;
+use corral_linux::host::LinuxHost;
+use corral_linux::placer::Layout;
+use corral_linux::sampler::Scope;
+use corral_linux::HostPaths;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let mut config = match &args.config {
+        Some(file) => super::load_config(file)?,
+        None => corral_core::config::Config::default(),
+    };
+    if let Some(ms) = args.interval {
+        anyhow::ensure!(
+            (10..=3_600_000).contains(&ms),
+            "--interval must be between 10 and 3600000 ms, not {ms}"
+        );
+        config.daemon.interval_ms = ms;
+    }
+    if let Some(v) = &args.cgroup {
+        config.daemon.cgroup = match v.as_str() {
+            "v1" => CgroupChoice::V1,
+            "v2" => CgroupChoice::V2,
+            _ => CgroupChoice::Auto,
+        };
+    }
+    if let Some(s) = &args.socket {
+        config.daemon.socket = s.to_string_lossy().into_owned();
+    }
+    if !args.group_name.starts_with("corral") || args.group_name.contains('/') {
+        bail!(
+            "--group-name must start with \"corral\" and hold no '/', not {:?}",
+            args.group_name
+        );
+    }
+    if !args.dry_run && !rustix::process::geteuid().is_root() {
+        bail!("corral run changes cgroups and needs root; run it as root, or add --dry-run to only print plans");
+    }
+
+    let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
+    let layout = Layout::choose(&mounts, config.daemon.cgroup).map_err(anyhow::Error::msg)?;
+    if let Err(why) = layout.check() {
+        if args.dry_run {
+            eprintln!("corral: warning: {why} (dry run: nothing is written)");
+        } else {
+            bail!("{why}");
+        }
+    }
+    let cpu_mount = match &layout {
+        Layout::V1 { cpu, .. } => cpu.clone(),
+        Layout::V2 { unified } => unified.clone(),
+    };
+    let scope = match (&args.scope_pid[..], &args.scope_cgroup[..]) {
+        ([], []) => Scope::All,
+        (pids, []) => Scope::Pids(pids.to_vec()),
+        ([], cgroups) => Scope::Cgroups(
+            cgroups
+                .iter()
+                .map(|c| {
+                    let dir = cpu_mount.join(c.trim_start_matches('/'));
+                    anyhow::ensure!(
+                        dir.is_dir(),
+                        "--scope-cgroup {c}: no such cgroup ({} does not exist)",
+                        dir.display()
+                    );
+                    Ok(dir)
+                })
+                .collect::<anyhow::Result<Vec<PathBuf>>>()?,
+        ),
+        _ => bail!("give either --scope-pid or --scope-cgroup, not both"),
+    };
+    raise_nofile_limit();
+
+    let mut host = LinuxHost::new(paths.clone(), scope, layout, &args.group_name, args.dry_run)
+        .context("cannot set up the host")?;
+    host.want_exe(config.rules.iter().any(|r| r.exe.is_some()));
+    let interval = Duration::from_millis(config.daemon.interval_ms);
+    let socket_path = config.daemon.socket.clone();
+    let mut daemon = Daemon::new(host, config).context("cannot read the topology")?;
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _socket = if socket_path == "none" || socket_path.is_empty() {
+        None
+    } else {
+        Some(
+            server::listen(std::path::Path::new(&socket_path), tx.clone())
+                .with_context(|| format!("cannot listen on {socket_path}"))?,
+        )
+    };
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .context("cannot install signal handlers")?;
+    let signal_tx = tx.clone();
+    std::thread::Builder::new()
+        .name("corral-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let name = if sig == signal_hook::consts::SIGTERM {
+                    "SIGTERM"
+                } else {
+                    "SIGINT"
+                };
+                let _ = signal_tx.send(Msg::Stop(name.into()));
+            }
+        })?;
+    drop(tx);
+
+    eprintln!(
+        "corral: managing {} every {} ms on {}{}",
+        match (&args.scope_pid[..], &args.scope_cgroup[..]) {
+            ([], []) => "every user thread".to_string(),
+            (p, []) => format!("processes {p:?} and their descendants"),
+            (_, c) => format!("threads under {c:?}"),
+        },
+        interval.as_millis(),
+        daemon.host().describe(),
+        if socket_path == "none" {
+            String::new()
+        } else {
+            format!(", socket {socket_path}")
+        }
+    );
+    let dry_run = args.dry_run;
+    // With --once, one step must already have rates: take a first sample,
+    // wait an interval, then run the real step.
+    if args.once {
+        daemon.step().context("first sample")?;
+        std::thread::sleep(interval);
+    }
+    let ended = server::run(&mut daemon, &rx, interval, args.once, |report, d| {
+        log_step(report, d, dry_run)
+    });
+    let restored = daemon.shutdown();
+    let ended = ended.context("the control loop failed")?;
+    restored.context("could not put every thread back")?;
+    match ended {
+        server::Ended::Stopped(why) => {
+            eprintln!("corral: {why}: every thread put back, groups removed")
+        }
+        server::Ended::Once => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
+    if let Some((before, after)) = &report.hotplug {
+        eprintln!("corral: CPUs online changed from {before} to {after}: re-planned");
+    }
+    for e in &report.errors {
+        eprintln!("corral: error: {e}");
+    }
+    if dry_run {
+        if report.changes.is_empty() && report.step > 1 {
+            return;
+        }
+        println!("step {}: {} threads, plan:", report.step, report.threads);
+        for g in daemon.plan().groups.values() {
+            let members: Vec<String> = daemon
+                .plan()
+                .placements
+                .iter()
+                .filter(|(_, (_, n))| *n == g.name)
+                .map(|(tid, _)| tid.to_string())
+                .collect();
+            println!(
+                "  {:<16} cpus {:<8} shares {:<6} threads {}",
+                g.name,
+                g.cpus.to_string(),
+                g.shares,
+                members.join(",")
+            );
+        }
+        for c in &report.changes {
+            println!("  would {}", describe(c));
+        }
+        for n in &report.notes {
+            println!("  note: {n}");
+        }
+    } else {
+        for c in &report.changes {
+            eprintln!("corral: {}", describe(c));
+        }
+    }
+}
+
+fn describe(c: &Change) -> String {
+    match c {
+        Change::SetGroup(g) => format!("set group {} cpus {} shares {}", g.name, g.cpus, g.shares),
+        Change::Move { tid, pid, group } => format!("move thread {tid} (process {pid}) to {group}"),
+        Change::Release { tid } => format!("put thread {tid} back"),
+        Change::RemoveGroup { name } => format!("remove group {name}"),
+    }
+}
+
+/// The sampler keeps one file open per thread: lift the soft limit on open
+/// files to the hard one (it falls back to opening per read when short).
+fn raise_nofile_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}

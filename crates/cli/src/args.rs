@@ -190,6 +190,73 @@ pub enum LabCommand {
     /// thread counts an online-only detector and corral's detector choose.
     /// Run it on a quiet machine: other load on the CPUs swamps the effect.
     Parallel(ParallelArgs),
+    /// Paper 002: a 10 ms / 1 ms periodic thread in a 52-share group beside
+    /// four hogs in a 1024-share group; wake-up latency without and with
+    /// corral. Needs root; creates and removes its own cgroups.
+    LatencyCritical(LatencyArgs),
+    /// Paper 000: a CPU-bound benchmark beside a background mix wanting
+    /// ~1.1 CPUs; completion time alone, with the mix, and with corral.
+    /// Needs root; creates and removes its own cgroups.
+    Heavy(HeavyArgs),
+    /// The workload programs the experiments start (for experiments and
+    /// by hand).
+    #[command(subcommand)]
+    Work(WorkCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct LabDaemonArgs {
+    /// The daemon's interval during the experiment.
+    #[arg(long, value_name = "MS", default_value_t = 250)]
+    pub interval: u64,
+    /// The daemon's configuration (its interval is replaced by --interval).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// Periods measured in each variant.
+    #[arg(long, value_name = "N", default_value_t = 400, value_parser = clap::value_parser!(u64).range(10..))]
+    pub periods: u64,
+    #[command(flatten)]
+    pub daemon: LabDaemonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct HeavyArgs {
+    /// Length of the benchmark alone, seconds.
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub seconds: f64,
+    #[command(flatten)]
+    pub daemon: LabDaemonArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkCommand {
+    /// Wake every period on an absolute timer, burn CPU, record lateness.
+    Periodic {
+        #[arg(long, value_name = "MS")]
+        period_ms: f64,
+        #[arg(long, value_name = "MS")]
+        run_ms: f64,
+        /// Time before recording starts.
+        #[arg(long, value_name = "MS", default_value_t = 0)]
+        warmup_ms: u64,
+        /// Periods to record.
+        #[arg(long, value_name = "N", default_value_t = 300)]
+        periods: usize,
+    },
+    /// Spin for ever (a CPU hog).
+    Hog,
+    /// Fixed arithmetic: wall time, CPU time and migrations.
+    Bench {
+        #[arg(long, value_name = "N")]
+        ops: u64,
+    },
 }
 
 #[derive(Debug, Args)]

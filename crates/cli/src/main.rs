@@ -10,6 +10,16 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
+    if !matches!(cli.command, args::Command::Run(_) | args::Command::Lab(_)) {
+        // A client command piped into `head` should end quietly when the
+        // pipe closes, as Unix tools do. (Not the daemon or experiments:
+        // a client leaving the socket early must not kill them.)
+        // SAFETY: setting a signal's disposition to its default has no
+        // preconditions; no handler is installed.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match cmd::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {

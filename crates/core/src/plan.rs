@@ -6,7 +6,9 @@
 //!   first, big cores first; never more than online − 1 of them, so the
 //!   rest always keeps a CPU. A heavy thread that keeps its core is
 //!   preferred over a newcomer within the hysteresis band, so two threads
-//!   of equal peak do not swap cores every interval.
+//!   of equal peak do not swap cores every interval. A newcomer gets the
+//!   CPU it is running on when that is among the fastest free ones: its
+//!   cache stays warm and the move into the cpuset migrates nothing.
 //! - **medium**: one group on the shared CPUs whose weight guarantees each
 //!   member `medium_min_cpu` of a CPU ([`crate::share::medium_group_shares`]).
 //! - **latency-critical**: one group with a high weight on the shared CPUs;
@@ -49,6 +51,8 @@ pub struct PlanThread {
     pub peak: f64,
     /// Utilisation over the last interval.
     pub util: f64,
+    /// The CPU it last ran on.
+    pub cpu: u32,
 }
 
 /// What a group is for.
@@ -155,6 +159,23 @@ pub fn plan(
         if let Some(cpu) = prev_cpu(t.tid).filter(|&c| usable.contains(c) && !taken.contains(c)) {
             taken.insert(cpu);
             dedicated.push((cpu, t));
+        }
+    }
+    // Newcomers on the CPU they run on, if it is as fast as the best free
+    // one (first come by rank), then the rest in preference order.
+    for t in winners {
+        let best_free = candidates
+            .iter()
+            .find(|&&c| !taken.contains(c))
+            .map(|&c| capacity(c));
+        let own = t.cpu;
+        if dedicated.iter().all(|(_, d)| d.tid != t.tid)
+            && usable.contains(own)
+            && !taken.contains(own)
+            && best_free.is_some_and(|best| capacity(own) >= best)
+        {
+            taken.insert(own);
+            dedicated.push((own, t));
         }
     }
     for t in winners {
@@ -354,6 +375,9 @@ mod tests {
             class,
             peak,
             util: peak,
+            // On no usable CPU unless a test says otherwise, so the
+            // preference order alone decides.
+            cpu: u32::MAX,
         }
     }
 
@@ -455,6 +479,25 @@ mod tests {
         let many: Vec<PlanThread> = (10..30).map(|i| t(i, Class::Light, 0.25)).collect();
         let p = plan(&tp, &many, &PlanConfig::default(), None);
         assert_eq!(p.group_of(10).unwrap().cpus.to_string(), "0-7");
+    }
+
+    #[test]
+    fn a_heavy_thread_keeps_the_cpu_it_runs_on() {
+        let tp = topo("0-3", 4, &[]);
+        let mut hog = t(1, Class::Heavy, 0.9);
+        hog.cpu = 1;
+        let p = plan(
+            &tp,
+            &[hog.clone(), t(2, Class::Light, 0.1)],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(1), Some(1));
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0,2-3");
+        // Not when a faster core is free.
+        let tp = topo("0-3", 4, &[1024, 446, 1024, 1024]);
+        let p = plan(&tp, &[hog], &PlanConfig::default(), None);
+        assert_eq!(p.dedicated_cpu(1), Some(3));
     }
 
     #[test]

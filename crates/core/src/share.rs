@@ -60,8 +60,14 @@ pub fn weight_to_shares(weight: u64) -> u64 {
 /// v1: with 2 medium threads on 3 shared CPUs against the 1024-share shared
 /// group, need = 1.0 and w ≥ 1024 · 1 / 2 = 512. v2: the same in weights,
 /// 100 · 1 / 2 = 50, which [`shares_to_weight`] gives from 512 (rounding
-/// up). When `cpus ≤ need` no weight can make the guarantee; the result is
-/// [`MAX_SHARES`] and `false`.
+/// up).
+///
+/// The weight is capped at `members · w_other`: the other group then still
+/// competes like one more medium thread, gets 1/(members + 1) of the CPUs,
+/// and is never starved. Past the cap (cpus < (members + 1) · min_cpu for
+/// min_cpu = 0.5) the guarantee cannot hold, and the result says so with
+/// `false`. Without the cap, a weight chasing an impossible guarantee
+/// would take the maximum, 262144, and leave the rest 0.4 % of a CPU.
 pub fn medium_group_shares(
     members: u32,
     min_cpu: f64,
@@ -73,10 +79,14 @@ pub fn medium_group_shares(
     if need <= 0.0 {
         return (MIN_SHARES, true);
     }
+    let cap = (members as u64 * other_shares).clamp(MIN_SHARES, MAX_SHARES);
     if cpus <= need {
-        return (MAX_SHARES, false);
+        return (cap, false);
     }
     let w = (other_shares as f64 * need / (cpus - need)).ceil() as u64;
+    if w > cap {
+        return (cap, false);
+    }
     (w.clamp(MIN_SHARES, MAX_SHARES), true)
 }
 
@@ -157,8 +167,10 @@ mod tests {
         assert_eq!(shares_to_weight(512), 50);
         // One medium thread on one shared CPU: need 0.5 of 1 -> equal weight.
         assert_eq!(medium_group_shares(1, 0.5, 1, 1024), (1024, true));
-        // Two on one CPU cannot each have half a CPU guaranteed by weight alone... exactly.
-        assert_eq!(medium_group_shares(2, 0.5, 1, 1024), (MAX_SHARES, false));
+        // Two on one CPU cannot each be guaranteed half of it: capped at
+        // 2 x 1024, the shared group keeps a third of the CPU.
+        assert_eq!(medium_group_shares(2, 0.5, 1, 1024), (2048, false));
+        assert_eq!(medium_group_shares(3, 0.5, 1, 1024), (3072, false));
         assert_eq!(medium_group_shares(0, 0.5, 1, 1024), (MIN_SHARES, true));
         // The guarantee holds: cpus * w / (w + other) >= need.
         for (m, c) in [(1u32, 2u32), (3, 4), (5, 8), (1, 1)] {

@@ -173,6 +173,7 @@ impl<H: Host> Daemon<H> {
                             class,
                             peak: k.peak,
                             util: k.stats.map_or(0.0, |s| s.util),
+                            cpu: k.sample.cpu,
                         });
                     }
                 }

@@ -82,7 +82,8 @@ impl Host for MockHost {
                 involuntary_switches: 0,
                 nr_migrations: None,
                 util_avg: None,
-                cpu: 0,
+                // Every thread last ran on CPU 3.
+                cpu: 3,
                 policy: Policy::Other,
                 nice: 0,
                 kernel_thread: false,

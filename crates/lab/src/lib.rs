@@ -1,11 +1,20 @@
 //! corral's live-kernel experiments and the workload programs they run.
 //!
-//! Each experiment measures itself with the monotonic clock and returns a
-//! report that the CLI prints as a table or JSON. Experiments never change
-//! the machine except through cgroups under their own test root, which
-//! they remove.
+//! Each experiment runs its baseline and its corral variant in one
+//! invocation, measures with the monotonic clock, and returns a report
+//! that the CLI prints as a table or JSON. Experiments change the machine
+//! only through cgroups under their own `corral-lab-<pid>` root and the
+//! daemon's `corral-test-lab-<pid>` groups, all removed at the end, and
+//! end only the processes they started.
 //!
-//! - [`parallel`]: paper 003, fork-join Fibonacci over 1..P threads, and
-//!   what an online-only detector and corral's detector would choose.
+//! - [`parallel`]: paper 003, fork-join Fibonacci over 1..P threads.
+//! - [`latency`]: paper 002, a periodic thread in a 52-share group beside hogs.
+//! - [`heavy`]: paper 000, a CPU-bound benchmark beside a background mix.
+//! - [`work`]: the workload programs (`corral lab work …`).
 
+pub mod daemon_thread;
+pub mod groups;
+pub mod heavy;
+pub mod latency;
 pub mod parallel;
+pub mod work;

@@ -23,6 +23,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(ConfigCommand::Default) => config::default(),
         Command::Config(ConfigCommand::Check { file }) => config::check(&file),
         Command::Lab(LabCommand::Parallel(args)) => lab::parallel(&paths, &args),
+        Command::Lab(LabCommand::LatencyCritical(args)) => lab::latency(&paths, &args),
+        Command::Lab(LabCommand::Heavy(args)) => lab::heavy(&paths, &args),
+        Command::Lab(LabCommand::Work(w)) => lab::work(w),
     }
 }
 

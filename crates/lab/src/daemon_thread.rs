@@ -1,0 +1,92 @@
+//! The daemon, run in-process on a thread of its own during an experiment,
+//! scoped to the experiment's cgroup. It is the same loop `corral run`
+//! runs; only the thread and the scope differ.
+
+use corral_core::config::Config;
+use corral_daemon::api::{Command, Explain, Status};
+use corral_daemon::server::{self, Msg};
+use corral_daemon::Daemon;
+use corral_linux::host::LinuxHost;
+use corral_linux::placer::Layout;
+use corral_linux::sampler::Scope;
+use corral_linux::HostPaths;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A running daemon.
+pub struct DaemonThread {
+    tx: Sender<Msg>,
+    handle: JoinHandle<Result<(), String>>,
+}
+
+impl DaemonThread {
+    /// Starts the daemon on `scope` with its groups under `group_name`.
+    pub fn start(
+        paths: HostPaths,
+        layout: Layout,
+        scope: Vec<PathBuf>,
+        group_name: String,
+        config: Config,
+    ) -> std::io::Result<DaemonThread> {
+        let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("corral-daemon".into())
+            .spawn(move || {
+                let interval = Duration::from_millis(config.daemon.interval_ms);
+                let host = LinuxHost::new(paths, Scope::Cgroups(scope), layout, &group_name, false)
+                    .map_err(|e| e.to_string());
+                let mut daemon =
+                    match host.and_then(|h| Daemon::new(h, config).map_err(|e| e.to_string())) {
+                        Ok(d) => {
+                            let _ = ready_tx.send(Ok(()));
+                            d
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.clone()));
+                            return Err(e);
+                        }
+                    };
+                let ran = server::run(&mut daemon, &rx, interval, false, |r, _| {
+                    for e in &r.errors {
+                        eprintln!("corral lab: daemon: {e}");
+                    }
+                });
+                let restored = daemon.shutdown();
+                ran.map_err(|e| e.to_string())?;
+                restored.map_err(|e| format!("restore failed: {e}"))
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(DaemonThread { tx, handle }),
+            Ok(Err(e)) => Err(std::io::Error::other(e)),
+            Err(_) => Err(std::io::Error::other("the daemon thread died")),
+        }
+    }
+
+    fn ask(&self, cmd: Command) -> Option<serde_json::Value> {
+        let (reply_tx, reply_rx) = mpsc::channel();
+        self.tx.send(Msg::Request(cmd, reply_tx)).ok()?;
+        let r = reply_rx.recv_timeout(Duration::from_secs(10)).ok()?;
+        r.result
+    }
+
+    /// The daemon's status now.
+    pub fn status(&self) -> Option<Status> {
+        serde_json::from_value(self.ask(Command::Status)?).ok()
+    }
+
+    /// The daemon's view of one thread.
+    pub fn explain(&self, tid: u32) -> Option<Explain> {
+        serde_json::from_value(self.ask(Command::Explain { tid })?).ok()
+    }
+
+    /// Stops the daemon, which puts every thread back and removes its groups.
+    pub fn stop(self) -> Result<(), String> {
+        let _ = self.tx.send(Msg::Stop("experiment over".into()));
+        self.handle
+            .join()
+            .map_err(|_| "the daemon thread panicked".to_string())?
+    }
+}

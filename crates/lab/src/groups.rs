@@ -1,0 +1,164 @@
+//! The experiments' own cgroups and the workload processes inside them.
+//!
+//! An experiment creates `corral-lab-<pid>/` under the cpu hierarchy (v1
+//! `cpu`, or the v2 unified root), child groups with the shares it needs,
+//! and starts each workload process directly inside its group: the child
+//! writes `0` (itself) to the group's `cgroup.procs` between fork and
+//! exec, so not one instruction of the workload runs elsewhere.
+//! [`LabGroups`] kills the processes it started (by PID) and removes its
+//! groups when dropped, whatever happened in between.
+
+use corral_core::share::shares_to_weight;
+use corral_linux::placer::Layout;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// An experiment's groups and processes.
+#[derive(Debug)]
+pub struct LabGroups {
+    root: PathBuf,
+    v1: bool,
+    groups: Vec<PathBuf>,
+    children: Vec<Child>,
+}
+
+impl LabGroups {
+    /// Creates `<cpu hierarchy>/<name>`.
+    pub fn create(layout: &Layout, name: &str) -> std::io::Result<LabGroups> {
+        assert!(
+            name.starts_with("corral"),
+            "lab groups live under a corral* root"
+        );
+        let (mount, v1) = match layout {
+            Layout::V1 { cpu, .. } => (cpu.clone(), true),
+            Layout::V2 { unified } => (unified.clone(), false),
+        };
+        let root = mount.join(name);
+        std::fs::create_dir(&root).map_err(|e| with_path(e, &root))?;
+        if !v1 {
+            let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
+        }
+        Ok(LabGroups {
+            root,
+            v1,
+            groups: Vec::new(),
+            children: Vec::new(),
+        })
+    }
+
+    /// The root directory (the daemon's scope in experiments).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The cgroup path of `dir`, relative to the hierarchy's mount.
+    pub fn cgroup_path(&self, name: &str) -> String {
+        format!(
+            "/{}/{name}",
+            self.root.file_name().unwrap_or_default().to_string_lossy()
+        )
+    }
+
+    /// Creates child group `name` with `shares` (v1 units).
+    pub fn group(&mut self, name: &str, shares: u64) -> std::io::Result<PathBuf> {
+        let dir = self.root.join(name);
+        std::fs::create_dir(&dir).map_err(|e| with_path(e, &dir))?;
+        self.groups.push(dir.clone());
+        let (file, value) = if self.v1 {
+            ("cpu.shares", shares)
+        } else {
+            ("cpu.weight", shares_to_weight(shares))
+        };
+        std::fs::write(dir.join(file), value.to_string())
+            .map_err(|e| with_path(e, &dir.join(file)))?;
+        Ok(dir)
+    }
+
+    /// Starts `cmd` inside `group` (stdout piped); returns its PID.
+    pub fn spawn(&mut self, group: &Path, mut cmd: Command) -> std::io::Result<u32> {
+        let procs = CString::new(group.join("cgroup.procs").as_os_str().as_bytes())
+            .map_err(std::io::Error::other)?;
+        cmd.stdout(Stdio::piped()).stdin(Stdio::null());
+        // SAFETY: between fork and exec only async-signal-safe work: two
+        // raw system calls on a path built before the fork; no allocation.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = rustix::fs::open(
+                    procs.as_c_str(),
+                    rustix::fs::OFlags::WRONLY,
+                    rustix::fs::Mode::empty(),
+                )?;
+                rustix::io::write(&fd, b"0")?;
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        let pid = child.id();
+        self.children.push(child);
+        Ok(pid)
+    }
+
+    /// Waits for process `pid` (started here) and returns its stdout.
+    pub fn wait_output(&mut self, pid: u32) -> std::io::Result<String> {
+        let i = self
+            .children
+            .iter()
+            .position(|c| c.id() == pid)
+            .ok_or_else(|| std::io::Error::other(format!("process {pid} was not started here")))?;
+        let child = self.children.remove(i);
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            return Err(std::io::Error::other(format!(
+                "workload {pid} failed: {}",
+                out.status
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Kills process `pid` (started here) and reaps it.
+    pub fn kill(&mut self, pid: u32) {
+        if let Some(i) = self.children.iter().position(|c| c.id() == pid) {
+            let mut c = self.children.remove(i);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Kills every process started here and removes the groups.
+    pub fn cleanup(&mut self) {
+        for mut c in self.children.drain(..) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for dir in self.groups.drain(..).rev() {
+            if let Err(e) = std::fs::remove_dir(&dir) {
+                eprintln!("corral lab: could not remove {}: {e}", dir.display());
+            }
+        }
+        if self.root.exists() {
+            if let Err(e) = std::fs::remove_dir(&self.root) {
+                eprintln!("corral lab: could not remove {}: {e}", self.root.display());
+            }
+        }
+    }
+}
+
+impl Drop for LabGroups {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+fn with_path(e: std::io::Error, path: &Path) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// CPU time of a thread or process so far, from schedstat, ns.
+pub fn run_ns(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}

@@ -249,6 +249,9 @@ pub enum WorkCommand {
         /// Periods to record.
         #[arg(long, value_name = "N", default_value_t = 300)]
         periods: usize,
+        /// Set this thread's EEVDF slice first (sched_setattr, Linux 6.12+).
+        #[arg(long, value_name = "US")]
+        slice_us: Option<u64>,
     },
     /// Spin for ever (a CPU hog).
     Hog,

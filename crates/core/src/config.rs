@@ -94,6 +94,7 @@ pub struct PlanConfig {
     pub shared_shares: u64,
     pub latency_shares: u64,
     pub medium_min_cpu: f64,
+    pub latency_slice_us: u64,
 }
 
 impl Default for PlanConfig {
@@ -103,6 +104,7 @@ impl Default for PlanConfig {
             shared_shares: 1024,
             latency_shares: 10240,
             medium_min_cpu: 0.5,
+            latency_slice_us: 300,
         }
     }
 }
@@ -255,6 +257,13 @@ impl Config {
                     ),
                 ));
             }
+        }
+        let slice = self.plan.latency_slice_us;
+        if slice != 0 && !(100..=100_000).contains(&slice) {
+            return Err((
+                "plan.latency_slice_us".into(),
+                format!("must be 0 (leave slices alone) or 100 to 100000 (the kernel's range), not {slice}"),
+            ));
         }
         for (i, r) in self.rules.iter().enumerate() {
             if r.comm.is_none() && r.exe.is_none() && r.cgroup.is_none() && r.uid.is_none() {

@@ -73,6 +73,9 @@ pub struct GroupSpec {
     pub cpus: CpuSet,
     /// cpu.shares in v1 units (v2 backends convert).
     pub shares: u64,
+    /// The EEVDF slice its members get (sched_setattr `sched_runtime`),
+    /// ns; `None` leaves their slices alone.
+    pub slice_ns: Option<u64>,
 }
 
 /// Groups and which thread goes where.
@@ -196,6 +199,7 @@ pub fn plan(
                 kind: GroupKind::Dedicated,
                 cpus: std::iter::once(*cpu).collect(),
                 shares: cfg.shared_shares,
+                slice_ns: None,
             },
         );
         out.placements.insert(t.tid, (t.pid, name));
@@ -250,6 +254,11 @@ pub fn plan(
         if members.is_empty() {
             return;
         }
+        // Latency-critical threads get a short slice: an earlier virtual
+        // deadline, and (PREEMPT_SHORT) preemption of a running thread with
+        // a longer slice on wake-up instead of a wait for its protected slice.
+        let slice_ns = (kind == GroupKind::Latency && cfg.latency_slice_us > 0)
+            .then_some(cfg.latency_slice_us * 1000);
         out.groups.insert(
             name.to_string(),
             GroupSpec {
@@ -257,6 +266,7 @@ pub fn plan(
                 kind,
                 cpus: cpus.clone(),
                 shares,
+                slice_ns,
             },
         );
         for t in members {
@@ -398,6 +408,8 @@ mod tests {
         assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
         assert_eq!(p.group_of(3).unwrap().name, MEDIUM);
         assert_eq!(p.group_of(4).unwrap().shares, 10240);
+        assert_eq!(p.group_of(4).unwrap().slice_ns, Some(300_000));
+        assert_eq!(p.group_of(2).unwrap().slice_ns, None);
         // One medium thread on one shared CPU against 1024: 1024 guarantees 0.5.
         assert_eq!(p.group_of(3).unwrap().shares, 1024);
     }

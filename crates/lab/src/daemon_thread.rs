@@ -49,9 +49,15 @@ impl DaemonThread {
                             return Err(e);
                         }
                     };
+                let verbose = std::env::var_os("CORRAL_LAB_VERBOSE").is_some();
                 let ran = server::run(&mut daemon, &rx, interval, false, |r, _| {
                     for e in &r.errors {
-                        eprintln!("corral lab: daemon: {e}");
+                        eprintln!("corral lab: daemon: error: {e}");
+                    }
+                    if verbose {
+                        for c in &r.changes {
+                            eprintln!("corral lab: daemon step {}: {c:?}", r.step);
+                        }
                     }
                 });
                 let restored = daemon.shutdown();

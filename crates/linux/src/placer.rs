@@ -139,6 +139,14 @@ pub struct Placer {
     root_name: String,
     created_root: bool,
     groups: BTreeSet<String>,
+    /// The slice each group gives its members (ns), when it sets one.
+    slices: HashMap<String, u64>,
+    /// Threads whose slice corral changed, with their `sched_runtime` before.
+    old_slices: HashMap<u32, u64>,
+    /// The slice a thread has when nobody set one (read from corral's own
+    /// thread at start), so a default slice is restored as "default" (0)
+    /// rather than pinned at today's value.
+    default_slice_ns: u64,
     /// v1: per thread; v2: per process (keyed by pid).
     origins: HashMap<u32, Origin>,
     /// v2: the processes moved into corral's domain, and their threads there.
@@ -156,6 +164,9 @@ impl Placer {
             root_name: root_name.to_string(),
             created_root: false,
             groups: BTreeSet::new(),
+            slices: HashMap::new(),
+            old_slices: HashMap::new(),
+            default_slice_ns: crate::sched::sched_getattr(0).map_or(0, |a| a.sched_runtime),
             origins: HashMap::new(),
             v2_members: HashMap::new(),
             placed: HashMap::new(),
@@ -243,6 +254,10 @@ impl Placer {
             }
         }
         self.groups.insert(spec.name.clone());
+        match spec.slice_ns {
+            Some(ns) => self.slices.insert(spec.name.clone(), ns),
+            None => self.slices.remove(&spec.name),
+        };
         Ok(())
     }
 
@@ -291,7 +306,28 @@ impl Placer {
             }
         }
         self.placed.insert(tid, (pid, group.to_string()));
+        match self.slices.get(group).copied() {
+            Some(ns) => self.set_slice(tid, ns),
+            None => self.restore_slice(tid),
+        }
         Ok(true)
+    }
+
+    /// Gives `tid` the EEVDF slice `ns`, remembering its own. Best effort:
+    /// a kernel before 6.12 ignores the slice of a fair thread, and a thread
+    /// that exited or left the fair class keeps what it has.
+    fn set_slice(&mut self, tid: u32, ns: u64) {
+        if let Ok(old) = crate::sched::set_fair_slice(tid, ns) {
+            self.old_slices.entry(tid).or_insert(old);
+        }
+    }
+
+    /// Gives `tid` back the slice it had before corral changed it.
+    fn restore_slice(&mut self, tid: u32) {
+        if let Some(old) = self.old_slices.remove(&tid) {
+            let ns = if old == self.default_slice_ns { 0 } else { old };
+            let _ = crate::sched::set_fair_slice(tid, ns);
+        }
     }
 
     /// Puts a thread back where it was. A thread that is gone is fine.
@@ -299,6 +335,7 @@ impl Placer {
         let Some((pid, _)) = self.placed.remove(&tid) else {
             return Ok(());
         };
+        self.restore_slice(tid);
         match self.layout.clone() {
             Layout::V1 { cpu, cpuset } => {
                 if let Some(origin) = self.origins.remove(&tid) {
@@ -551,6 +588,7 @@ mod tests {
             kind: GroupKind::Shared,
             cpus: CpuSet::parse(cpus).unwrap(),
             shares,
+            slice_ns: None,
         }
     }
 

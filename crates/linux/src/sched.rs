@@ -27,3 +27,108 @@ pub fn sched_getaffinity(pid: Option<u32>) -> Result<CpuSet> {
         .filter(|&cpu| mask.is_set(cpu as usize))
         .collect())
 }
+
+/// `struct sched_attr` (include/uapi/linux/sched/types.h), version 1.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchedAttr {
+    pub size: u32,
+    pub sched_policy: u32,
+    pub sched_flags: u64,
+    pub sched_nice: i32,
+    pub sched_priority: u32,
+    /// For SCHED_OTHER/BATCH since Linux 6.12: the EEVDF slice, ns (0 =
+    /// the default `base_slice_ns`); for SCHED_DEADLINE the runtime.
+    pub sched_runtime: u64,
+    pub sched_deadline: u64,
+    pub sched_period: u64,
+    pub sched_util_min: u32,
+    pub sched_util_max: u32,
+}
+
+const SCHED_ATTR_SIZE_VER1: u32 = 56;
+
+/// The shortest and longest EEVDF slice the kernel accepts for a fair
+/// task (kernel/sched/syscalls.c clamps `sched_runtime` to 0.1–100 ms).
+pub const MIN_SLICE_NS: u64 = 100_000;
+pub const MAX_SLICE_NS: u64 = 100_000_000;
+
+fn errno_error(call: &'static str, tid: u32) -> Error {
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        Error::NoSuchProcess(tid)
+    } else {
+        Error::Syscall { call, error: e }
+    }
+}
+
+/// `sched_getattr(2)` of thread `tid`.
+pub fn sched_getattr(tid: u32) -> Result<SchedAttr> {
+    let mut attr = SchedAttr::default();
+    // SAFETY: the kernel writes at most `size` (56) bytes into `attr`,
+    // which is a repr(C) struct of exactly that layout.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid as libc::pid_t,
+            &mut attr as *mut SchedAttr,
+            SCHED_ATTR_SIZE_VER1,
+            0u32,
+        )
+    };
+    if r != 0 {
+        return Err(errno_error("sched_getattr", tid));
+    }
+    Ok(attr)
+}
+
+/// `sched_setattr(2)` of thread `tid`.
+pub fn sched_setattr(tid: u32, attr: &SchedAttr) -> Result<()> {
+    let mut attr = *attr;
+    attr.size = SCHED_ATTR_SIZE_VER1;
+    // SAFETY: the kernel reads `size` bytes from a valid repr(C) struct.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setattr,
+            tid as libc::pid_t,
+            &attr as *const SchedAttr,
+            0u32,
+        )
+    };
+    if r != 0 {
+        return Err(errno_error("sched_setattr", tid));
+    }
+    Ok(())
+}
+
+/// Sets the EEVDF slice of a SCHED_OTHER/BATCH thread, keeping its policy
+/// and nice (0 restores the default slice). Returns the previous
+/// `sched_runtime`. A shorter slice gives an earlier virtual deadline
+/// (deadline = vruntime + slice / weight) and, with the PREEMPT_SHORT
+/// feature, lets the thread preempt a running one whose slice is longer
+/// on wake-up instead of waiting for it to finish its protected slice.
+pub fn set_fair_slice(tid: u32, slice_ns: u64) -> Result<u64> {
+    let old = sched_getattr(tid)?;
+    if !matches!(
+        old.sched_policy as i32,
+        libc::SCHED_OTHER | libc::SCHED_BATCH
+    ) {
+        return Err(Error::Syscall {
+            call: "sched_setattr",
+            error: std::io::Error::other(format!("thread {tid} is not SCHED_OTHER or SCHED_BATCH")),
+        });
+    }
+    let new = SchedAttr {
+        sched_runtime: if slice_ns == 0 {
+            0
+        } else {
+            slice_ns.clamp(MIN_SLICE_NS, MAX_SLICE_NS)
+        },
+        sched_deadline: 0,
+        sched_period: 0,
+        sched_flags: 0,
+        ..old
+    };
+    sched_setattr(tid, &new)?;
+    Ok(old.sched_runtime)
+}

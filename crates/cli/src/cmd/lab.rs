@@ -195,11 +195,17 @@ pub fn work(w: WorkCommand) -> anyhow::Result<ExitCode> {
             run_ms,
             warmup_ms,
             periods,
+            slice_us,
         } => {
             anyhow::ensure!(
                 period_ms > 0.0 && run_ms >= 0.0 && run_ms < period_ms * 100.0,
                 "bad period or run"
             );
+            if let Some(us) = slice_us {
+                let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+                corral_linux::sched::set_fair_slice(tid, us * 1000)
+                    .context("cannot set the slice")?;
+            }
             let r = work::periodic(
                 Duration::from_secs_f64(period_ms / 1000.0),
                 Duration::from_secs_f64(run_ms / 1000.0),

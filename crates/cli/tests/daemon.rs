@@ -1,0 +1,371 @@
+//! `corral run` on the live kernel: it moves real threads, and SIGTERM or
+//! --dry-run leave nothing behind. Privileged tests skip without root or
+//! without cgroup v1 `cpu` and `cpuset` hierarchies; every group and
+//! process a test makes is removed by a guard, whatever happens.
+
+use corral_core::config::CgroupChoice;
+use corral_linux::cgroup::CgroupMounts;
+use corral_linux::placer::Layout;
+use corral_linux::HostPaths;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_corral");
+
+/// The v1 cpu and cpuset mounts, or a reason to skip.
+fn v1_layout(test: &str) -> Option<(PathBuf, PathBuf)> {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIP {test}: needs root");
+        return None;
+    }
+    let mounts = CgroupMounts::discover(&HostPaths::default()).ok()?;
+    match Layout::choose(&mounts, CgroupChoice::V1) {
+        Ok(Layout::V1 { cpu, cpuset }) => Some((cpu, cpuset)),
+        _ => {
+            eprintln!("SKIP {test}: no cgroup v1 cpu and cpuset hierarchies");
+            None
+        }
+    }
+}
+
+/// A test's workload groups (`corral-test-<pid>-<name>/{low,high}` in the
+/// cpu hierarchy) and processes, removed on drop.
+struct Workload {
+    root: PathBuf,
+    children: Vec<Child>,
+    daemon_name: String,
+    mounts: (PathBuf, PathBuf),
+}
+
+impl Workload {
+    fn start(name: &str, mounts: (PathBuf, PathBuf)) -> Workload {
+        let root = mounts
+            .0
+            .join(format!("corral-test-{}-{name}", std::process::id()));
+        std::fs::create_dir(&root).unwrap();
+        let mut w = Workload {
+            daemon_name: format!("corral-test-{}-{name}-d", std::process::id()),
+            root,
+            children: vec![],
+            mounts,
+        };
+        for (g, shares) in [("low", "52"), ("high", "1024")] {
+            std::fs::create_dir(w.root.join(g)).unwrap();
+            std::fs::write(w.root.join(g).join("cpu.shares"), shares).unwrap();
+        }
+        // Paper 002's situation: two hogs high, a 10 ms / 1 ms thread low.
+        for _ in 0..2 {
+            w.spawn("high", &["lab", "work", "hog"]);
+        }
+        w.spawn(
+            "low",
+            &[
+                "lab",
+                "work",
+                "periodic",
+                "--period-ms",
+                "10",
+                "--run-ms",
+                "1",
+                "--periods",
+                "100000",
+            ],
+        );
+        w
+    }
+
+    fn spawn(&mut self, group: &str, args: &[&str]) {
+        let child = Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::fs::write(
+            self.root.join(group).join("cgroup.procs"),
+            child.id().to_string(),
+        )
+        .unwrap();
+        self.children.push(child);
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(|c| c.id()).collect()
+    }
+
+    fn scope(&self) -> String {
+        format!("/{}", self.root.file_name().unwrap().to_string_lossy())
+    }
+
+    /// Where each workload thread is: its cgroup lines, affinity and slice.
+    fn placement(&self) -> BTreeMap<u32, (String, String, u64)> {
+        self.pids()
+            .into_iter()
+            .map(|pid| {
+                let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+                let cg: String = cg
+                    .lines()
+                    .filter(|l| l.contains(":cpu:") || l.contains(":cpuset:"))
+                    .collect();
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+                let allowed = status
+                    .lines()
+                    .find(|l| l.starts_with("Cpus_allowed_list"))
+                    .unwrap()
+                    .to_string();
+                let slice = corral_linux::sched::sched_getattr(pid)
+                    .unwrap()
+                    .sched_runtime;
+                (pid, (cg, allowed, slice))
+            })
+            .collect()
+    }
+
+    fn daemon_dirs(&self) -> Vec<PathBuf> {
+        vec![
+            self.mounts.0.join(&self.daemon_name),
+            self.mounts.1.join(&self.daemon_name),
+        ]
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for g in ["low", "high"] {
+            let _ = std::fs::remove_dir(self.root.join(g));
+        }
+        let _ = std::fs::remove_dir(&self.root);
+        // Should a test fail half-way, do not leave the daemon's groups.
+        for d in self.daemon_dirs() {
+            if d.exists() {
+                for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                    if e.path().is_dir() {
+                        let _ = std::fs::remove_dir(e.path());
+                    }
+                }
+                let _ = std::fs::remove_dir(&d);
+            }
+        }
+    }
+}
+
+fn status(socket: &Path) -> Option<serde_json::Value> {
+    let out = Command::new(BIN)
+        .args(["status", "--json", "--socket"])
+        .arg(socket)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).ok())?
+}
+
+#[test]
+fn privileged_sigterm_puts_every_thread_back_and_removes_the_groups() {
+    let test = "privileged_sigterm_puts_every_thread_back_and_removes_the_groups";
+    let Some(mounts) = v1_layout(test) else {
+        return;
+    };
+    let w = Workload::start("term", mounts);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = w.placement();
+    let sock_dir = tempfile::tempdir().unwrap();
+    let socket = sock_dir.path().join("corral.sock");
+    let daemon = Command::new(BIN)
+        .args([
+            "run",
+            "--interval",
+            "100",
+            "--scope-cgroup",
+            &w.scope(),
+            "--group-name",
+            &w.daemon_name,
+            "--socket",
+        ])
+        .arg(&socket)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Wait until the periodic thread sits in the latency group.
+    let periodic = w.pids()[2];
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut placed = false;
+    while Instant::now() < deadline && !placed {
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(s) = status(&socket) {
+            placed = s["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["tid"] == periodic && t["group"] == "latency");
+        }
+    }
+    let during = w.placement();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&daemon),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let out = daemon.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        placed,
+        "the daemon never placed the periodic thread:\n{log}"
+    );
+    assert_ne!(
+        during[&periodic], before[&periodic],
+        "it was moved (and its slice set)"
+    );
+    assert!(out.status.success(), "daemon failed: {}\n{log}", out.status);
+    assert!(log.contains("every thread put back"), "{log}");
+    for d in w.daemon_dirs() {
+        assert!(!d.exists(), "{} left behind", d.display());
+    }
+    assert_eq!(
+        w.placement(),
+        before,
+        "every thread back in its groups, affinity and slice"
+    );
+}
+
+/// Every readable file under `dir`, except counters the kernel updates by
+/// itself.
+fn tree(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            out.insert(p.clone(), b"<dir>".to_vec());
+            tree(&p, out);
+        } else {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("cpu.stat") || name == "cpuset.memory_pressure" {
+                continue;
+            }
+            if let Ok(bytes) = std::fs::read(&p) {
+                out.insert(p, bytes);
+            }
+        }
+    }
+}
+
+/// The top-level groups of a mount, but those of other tests running now
+/// (named `corral-test-…`), plus whether `ours` exists.
+fn top_level(mount: &Path, ours: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(mount)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("corral-test-") || n == ours)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn privileged_dry_run_leaves_the_cgroup_trees_byte_identical() {
+    let test = "privileged_dry_run_leaves_the_cgroup_trees_byte_identical";
+    let Some(mounts) = v1_layout(test) else {
+        return;
+    };
+    let w = Workload::start("dry", mounts.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    let snapshot = || {
+        let mut t = BTreeMap::new();
+        tree(&w.root, &mut t);
+        (
+            t,
+            top_level(&mounts.0, &w.daemon_name),
+            top_level(&mounts.1, &w.daemon_name),
+            w.placement(),
+        )
+    };
+    let before = snapshot();
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--dry-run",
+            "--once",
+            "--interval",
+            "300",
+            "--socket",
+            "none",
+        ])
+        .args(["--scope-cgroup", &w.scope(), "--group-name", &w.daemon_name])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("would move thread"),
+        "the dry run planned nothing:\n{stdout}"
+    );
+    let after = snapshot();
+    assert!(
+        before.0 == after.0,
+        "files under the workload's groups changed"
+    );
+    assert_eq!(before.1, after.1, "top-level cpu groups changed");
+    assert_eq!(before.2, after.2, "top-level cpuset groups changed");
+    assert_eq!(before.3, after.3, "threads moved");
+}
+
+#[test]
+fn config_errors_name_file_line_and_key_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[classify]\nmedium = 0.3\nhevy = 0.7\n").unwrap();
+    for args in [
+        vec!["config", "check"],
+        vec!["run", "--dry-run", "--once", "--socket", "none", "--config"],
+    ] {
+        let out = Command::new(BIN).args(&args).arg(&bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{}:3: key `classify.hevy`", bad.display())),
+            "{err}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "nothing planned or applied: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    std::fs::write(&bad, "[classify]\nmedium = 0.4\nheavy = 0.35\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains(":3: key `classify.heavy`: the heavy threshold"));
+    // The printed defaults pass.
+    let defaults = Command::new(BIN)
+        .args(["config", "default"])
+        .output()
+        .unwrap();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, defaults.stdout).unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -198,6 +198,9 @@ pub enum LabCommand {
     /// ~1.1 CPUs; completion time alone, with the mix, and with corral.
     /// Needs root; creates and removes its own cgroups.
     Heavy(HeavyArgs),
+    /// The daemon's own cost: CPU and memory with many sleeping threads and
+    /// some hogs in scope (a benchmark). Needs root.
+    Overhead(OverheadArgs),
     /// The workload programs the experiments start (for experiments and
     /// by hand).
     #[command(subcommand)]
@@ -235,6 +238,25 @@ pub struct HeavyArgs {
     pub daemon: LabDaemonArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct OverheadArgs {
+    /// Sleeping threads in scope.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub threads: u32,
+    /// CPU hogs in scope.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub hogs: u32,
+    /// Measurement length.
+    #[arg(long, value_name = "S", default_value_t = 60)]
+    pub seconds: u64,
+    /// The daemon's interval.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub interval: u64,
+    /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum WorkCommand {
     /// Wake every period on an absolute timer, burn CPU, record lateness.
@@ -255,6 +277,11 @@ pub enum WorkCommand {
     },
     /// Spin for ever (a CPU hog).
     Hog,
+    /// Start N threads that sleep for ever.
+    Sleepers {
+        #[arg(long, value_name = "N")]
+        threads: u32,
+    },
     /// Fixed arithmetic: wall time, CPU time and migrations.
     Bench {
         #[arg(long, value_name = "N")]

@@ -131,7 +131,7 @@ pub fn first_rule<'a>(rules: &'a [Rule], t: &ThreadSample) -> Option<(usize, &'a
         Some(p) => val.is_some_and(|v| glob_match(p, v)),
     };
     rules.iter().enumerate().find(|(_, r)| {
-        m(&r.comm, Some(&t.comm))
+        m(&r.comm, Some(&*t.comm))
             && m(&r.exe, t.exe.as_deref())
             && m(&r.cgroup, t.cgroup.as_deref())
             && r.uid.is_none_or(|u| u == t.uid)

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The scheduling policy (`policy` in `/proc/PID/stat`, field 41).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,7 +52,8 @@ pub struct ThreadSample {
     pub tid: u32,
     /// The thread group (process) id.
     pub pid: u32,
-    pub comm: String,
+    /// Shared, so that a snapshot copies a pointer, not the text.
+    pub comm: Arc<str>,
     /// `schedstat` field 1: time spent running.
     pub run_ns: u64,
     /// `schedstat` field 2: time spent runnable, waiting on a run queue.
@@ -76,9 +78,9 @@ pub struct ThreadSample {
     /// The thread's real uid.
     pub uid: u32,
     /// The process's executable (`/proc/PID/exe`), when rules need it.
-    pub exe: Option<String>,
+    pub exe: Option<Arc<str>>,
     /// The thread's cgroup in the cpu controller's hierarchy.
-    pub cgroup: Option<String>,
+    pub cgroup: Option<Arc<str>>,
     /// Whether someone narrowed the thread's affinity: its allowed CPUs
     /// leave out an online CPU (read before corral placed it).
     pub affinity_narrowed: bool,
@@ -110,36 +112,18 @@ impl ThreadStats {
     /// Rates from two reads `dt_ns` apart. Counters that went backwards
     /// (a recycled TID) give `None`.
     pub fn between(prev: &ThreadSample, now: &ThreadSample, dt_ns: u64) -> Option<ThreadStats> {
-        if dt_ns == 0 {
-            return None;
-        }
-        let run = now.run_ns.checked_sub(prev.run_ns)?;
-        let wait = now.wait_ns.checked_sub(prev.wait_ns)?;
-        let slices = now.timeslices.checked_sub(prev.timeslices)?;
-        let vol = now
-            .voluntary_switches
-            .checked_sub(prev.voluntary_switches)?;
-        let invol = now
-            .involuntary_switches
-            .checked_sub(prev.involuntary_switches)?;
-        let secs = dt_ns as f64 / 1e9;
-        Some(ThreadStats {
-            interval_ns: dt_ns,
-            util: run as f64 / dt_ns as f64,
-            wait_per_slice_ns: if slices == 0 {
-                0.0
-            } else {
-                wait as f64 / slices as f64
-            },
-            wait_ratio: wait as f64 / dt_ns as f64,
-            wakeups_per_s: vol as f64 / secs,
-            run_per_wakeup_ns: run as f64 / vol.max(1) as f64,
-            preemptions_per_s: invol as f64 / secs,
-            migrations: match (prev.nr_migrations, now.nr_migrations) {
-                (Some(a), Some(b)) => b.checked_sub(a),
-                _ => None,
-            },
-        })
+        let counters = |t: &ThreadSample, at_ns| Counters {
+            at_ns,
+            pid: t.pid,
+            run_ns: t.run_ns,
+            wait_ns: t.wait_ns,
+            timeslices: t.timeslices,
+            voluntary_switches: t.voluntary_switches,
+            involuntary_switches: t.involuntary_switches,
+            nr_migrations: t.nr_migrations,
+            generation: 0,
+        };
+        delta(&counters(prev, 0), &counters(now, dt_ns))
     }
 }
 
@@ -151,10 +135,26 @@ pub struct Snapshot {
     pub threads: Vec<ThreadSample>,
 }
 
-/// Keeps each thread's previous read and yields per-interval figures.
+/// The counters of one read that the next read is compared with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Counters {
+    at_ns: u64,
+    pid: u32,
+    run_ns: u64,
+    wait_ns: u64,
+    timeslices: u64,
+    voluntary_switches: u64,
+    involuntary_switches: u64,
+    nr_migrations: Option<u64>,
+    generation: u64,
+}
+
+/// Keeps each thread's previous counters and yields per-interval figures.
+/// Updated in place: a step allocates nothing once the threads are known.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    last: HashMap<u32, (u64, ThreadSample)>,
+    last: HashMap<u32, Counters>,
+    generation: u64,
 }
 
 impl Tracker {
@@ -166,39 +166,87 @@ impl Tracker {
     /// its previous read (`None` the first time it is seen). Threads that
     /// are no longer present are forgotten.
     pub fn update(&mut self, snap: &Snapshot) -> Vec<Option<ThreadStats>> {
-        let mut next = HashMap::with_capacity(snap.threads.len());
+        self.generation += 1;
+        let generation = self.generation;
         let out = snap
             .threads
             .iter()
             .map(|t| {
-                let stats = self.last.get(&t.tid).and_then(|(at, prev)| {
-                    if prev.pid != t.pid {
-                        return None; // TID reused by another process
+                let now = Counters {
+                    at_ns: snap.at_ns,
+                    pid: t.pid,
+                    run_ns: t.run_ns,
+                    wait_ns: t.wait_ns,
+                    timeslices: t.timeslices,
+                    voluntary_switches: t.voluntary_switches,
+                    involuntary_switches: t.involuntary_switches,
+                    nr_migrations: t.nr_migrations,
+                    generation,
+                };
+                match self.last.get_mut(&t.tid) {
+                    // A TID reused by another process starts afresh.
+                    Some(prev) if prev.pid == t.pid => {
+                        let stats = delta(prev, &now);
+                        // Keep the last known migration count when this read
+                        // skipped the `sched` file, so the next delta spans both.
+                        let migrations = now.nr_migrations.or(prev.nr_migrations);
+                        *prev = Counters {
+                            nr_migrations: migrations,
+                            ..now
+                        };
+                        stats
                     }
-                    let mut prev = prev.clone();
-                    // Keep the last known migration count when this read
-                    // skipped the `sched` file, so the next delta spans both.
-                    if t.nr_migrations.is_none() {
-                        prev.nr_migrations = None;
+                    Some(prev) => {
+                        *prev = now;
+                        None
                     }
-                    ThreadStats::between(&prev, t, snap.at_ns.saturating_sub(*at))
-                });
-                let mut keep = t.clone();
-                if keep.nr_migrations.is_none() {
-                    keep.nr_migrations = self.last.get(&t.tid).and_then(|(_, p)| p.nr_migrations);
+                    None => {
+                        self.last.insert(t.tid, now);
+                        None
+                    }
                 }
-                next.insert(t.tid, (snap.at_ns, keep));
-                stats
             })
             .collect();
-        self.last = next;
+        self.last.retain(|_, c| c.generation == generation);
         out
     }
 
-    /// The last read of `tid`, if it is still tracked.
-    pub fn last(&self, tid: u32) -> Option<&ThreadSample> {
-        self.last.get(&tid).map(|(_, s)| s)
+    /// Whether `tid` is tracked.
+    pub fn knows(&self, tid: u32) -> bool {
+        self.last.contains_key(&tid)
     }
+}
+
+/// Rates between two reads; counters that went backwards give `None`.
+fn delta(prev: &Counters, now: &Counters) -> Option<ThreadStats> {
+    let dt_ns = now.at_ns.checked_sub(prev.at_ns).filter(|&d| d > 0)?;
+    let run = now.run_ns.checked_sub(prev.run_ns)?;
+    let wait = now.wait_ns.checked_sub(prev.wait_ns)?;
+    let slices = now.timeslices.checked_sub(prev.timeslices)?;
+    let vol = now
+        .voluntary_switches
+        .checked_sub(prev.voluntary_switches)?;
+    let invol = now
+        .involuntary_switches
+        .checked_sub(prev.involuntary_switches)?;
+    let secs = dt_ns as f64 / 1e9;
+    Some(ThreadStats {
+        interval_ns: dt_ns,
+        util: run as f64 / dt_ns as f64,
+        wait_per_slice_ns: if slices == 0 {
+            0.0
+        } else {
+            wait as f64 / slices as f64
+        },
+        wait_ratio: wait as f64 / dt_ns as f64,
+        wakeups_per_s: vol as f64 / secs,
+        run_per_wakeup_ns: run as f64 / vol.max(1) as f64,
+        preemptions_per_s: invol as f64 / secs,
+        migrations: match (prev.nr_migrations, now.nr_migrations) {
+            (Some(a), Some(b)) => b.checked_sub(a),
+            _ => None,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -209,7 +257,7 @@ pub(crate) mod tests {
         ThreadSample {
             tid,
             pid: tid,
-            comm: format!("t{tid}"),
+            comm: format!("t{tid}").into(),
             run_ns,
             wait_ns: 0,
             timeslices: vol,
@@ -257,7 +305,7 @@ pub(crate) mod tests {
         // Counters going backwards: a new thread with a recycled TID.
         let r = t.update(&snap(2_000_000_000, vec![sample(1, 1, 0)]));
         assert!(r[0].is_none());
-        assert!(t.last(2).is_none(), "thread 2 vanished and is forgotten");
+        assert!(!t.knows(2), "thread 2 vanished and is forgotten");
     }
 
     #[test]

@@ -285,7 +285,7 @@ impl<H: Host> Daemon<H> {
             .map(|k| ThreadStatus {
                 tid: k.sample.tid,
                 pid: k.sample.pid,
-                comm: k.sample.comm.clone(),
+                comm: k.sample.comm.to_string(),
                 class: k.class,
                 group: self
                     .applied
@@ -331,14 +331,14 @@ impl<H: Host> Daemon<H> {
         Ok(Explain {
             tid,
             pid: k.sample.pid,
-            comm: k.sample.comm.clone(),
+            comm: k.sample.comm.to_string(),
             class: k.class,
             why,
             peak: k.peak,
             stats: k.stats,
             nice: k.sample.nice,
             cpu: k.sample.cpu,
-            cgroup: k.sample.cgroup.clone(),
+            cgroup: k.sample.cgroup.as_deref().map(String::from),
             group: self.applied.placements.get(&tid).map(|(_, g)| g.clone()),
             effective_share: effective_share(&levels, cpus.max(1)),
             share_levels: levels,

@@ -74,7 +74,7 @@ impl Host for MockHost {
             threads.push(ThreadSample {
                 tid,
                 pid: 100,
-                comm: format!("t{tid}"),
+                comm: format!("t{tid}").into(),
                 run_ns: c.0,
                 wait_ns: 0,
                 timeslices: c.1,

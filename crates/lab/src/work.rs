@@ -115,6 +115,21 @@ pub fn hog() -> ! {
     }
 }
 
+/// Starts `n` threads that sleep for ever (plus the calling one); ends
+/// when killed.
+pub fn sleepers(n: u32) -> ! {
+    for _ in 0..n {
+        let _ = std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(|| loop {
+                std::thread::park();
+            });
+    }
+    loop {
+        std::thread::park();
+    }
+}
+
 /// The result of the fixed-work benchmark.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BenchResult {

@@ -24,6 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Which threads the daemon may look at and manage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +60,7 @@ pub struct Sampler {
     scoped_pids: HashMap<u32, u64>,
     /// Threads kept in scope whatever the scope says (corral moved them).
     pinned: HashMap<u32, u32>,
-    exe_cache: HashMap<u32, Option<String>>,
+    exe_cache: HashMap<u32, Option<Arc<str>>>,
     want_exe: bool,
     generation: u64,
     buf: Vec<u8>,
@@ -289,7 +290,7 @@ impl Sampler {
         let mut sample = ThreadSample {
             tid,
             pid,
-            comm: String::new(),
+            comm: "".into(),
             run_ns: 0,
             wait_ns: 0,
             timeslices: 0,
@@ -332,7 +333,7 @@ impl Sampler {
                 .or_insert_with(|| {
                     std::fs::read_link(self.paths.procfs.join(pid.to_string()).join("exe"))
                         .ok()
-                        .map(|p| p.to_string_lossy().into_owned())
+                        .map(|p| Arc::from(p.to_string_lossy()))
                 })
                 .clone();
             sample.exe = exe;
@@ -391,7 +392,9 @@ fn read_details(dir: &Path, s: &mut ThreadSample, buf: &mut Vec<u8>) -> Result<b
             "a /proc/PID/stat line",
         ));
     };
-    s.comm = parsed.comm;
+    if *s.comm != *parsed.comm {
+        s.comm = parsed.comm.into();
+    }
     s.cpu = parsed.cpu;
     s.policy = Policy::from_raw(parsed.policy);
     s.nice = parsed.nice;
@@ -489,17 +492,17 @@ fn read_cpus_allowed(dir: &Path) -> Result<Option<CpuSet>> {
 }
 
 /// The thread's path in the cpu controller's hierarchy (v1 `cpu`, else v2).
-fn read_cpu_cgroup(dir: &Path) -> Option<String> {
+fn read_cpu_cgroup(dir: &Path) -> Option<Arc<str>> {
     let text = std::fs::read_to_string(dir.join("cgroup")).ok()?;
     let mut v2 = None;
     for line in text.lines() {
         let mut f = line.splitn(3, ':');
         let (id, ctrl, path) = (f.next()?, f.next()?, f.next()?);
         if ctrl.split(',').any(|c| c == "cpu") {
-            return Some(path.to_string());
+            return Some(path.into());
         }
         if id == "0" && ctrl.is_empty() {
-            v2 = Some(path.to_string());
+            v2 = Some(path.into());
         }
     }
     v2

@@ -59,7 +59,7 @@ pub fn parallel(paths: &HostPaths, args: &ParallelArgs) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-use crate::args::{HeavyArgs, LabDaemonArgs, LatencyArgs, WorkCommand};
+use crate::args::{HeavyArgs, LabDaemonArgs, LatencyArgs, OverheadArgs, WorkCommand};
 use anyhow::bail;
 use corral_lab::{heavy, latency, work};
 use corral_linux::cgroup::CgroupMounts;
@@ -215,7 +215,43 @@ pub fn work(w: WorkCommand) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string(&r)?);
         }
         WorkCommand::Hog => work::hog(),
+        WorkCommand::Sleepers { threads } => work::sleepers(threads),
         WorkCommand::Bench { ops } => println!("{}", serde_json::to_string(&work::bench(ops))?),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn overhead(paths: &HostPaths, args: &OverheadArgs) -> anyhow::Result<ExitCode> {
+    let d = LabDaemonArgs {
+        interval: args.interval,
+        config: None,
+        json: args.json,
+    };
+    let (_, layout) = lab_setup(paths, &d)?;
+    let opts = corral_lab::overhead::Options {
+        threads: args.threads,
+        hogs: args.hogs,
+        seconds: args.seconds,
+        interval_ms: args.interval,
+    };
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let r =
+        corral_lab::overhead::run(&exe, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "daemon overhead: {} sleeping threads + {} hogs in scope, interval {} ms, {:.1} s measured",
+        r.threads, r.hogs, r.interval_ms, r.seconds
+    );
+    println!(
+        "CPU {:.3} % of one CPU ({:.0} us per step); RSS {:.1} MB (peak {:.1} MB); threads in scope {}",
+        r.daemon_cpu * 100.0,
+        r.per_step_us,
+        r.rss_mb,
+        r.peak_rss_mb,
+        r.threads_sampled.map_or("?".into(), |n| n.to_string())
+    );
     Ok(ExitCode::SUCCESS)
 }

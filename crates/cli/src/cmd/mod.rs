@@ -25,6 +25,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lab(LabCommand::Parallel(args)) => lab::parallel(&paths, &args),
         Command::Lab(LabCommand::LatencyCritical(args)) => lab::latency(&paths, &args),
         Command::Lab(LabCommand::Heavy(args)) => lab::heavy(&paths, &args),
+        Command::Lab(LabCommand::Overhead(args)) => lab::overhead(&paths, &args),
         Command::Lab(LabCommand::Work(w)) => lab::work(w),
     }
 }

@@ -274,6 +274,10 @@ pub enum WorkCommand {
         /// Set this thread's EEVDF slice first (sched_setattr, Linux 6.12+).
         #[arg(long, value_name = "US")]
         slice_us: Option<u64>,
+        /// Run late periods back to back (rt-app's timer) instead of
+        /// skipping them (cyclictest's).
+        #[arg(long)]
+        catch_up: bool,
     },
     /// Spin for ever (a CPU hog).
     Hog,

@@ -196,6 +196,7 @@ pub fn work(w: WorkCommand) -> anyhow::Result<ExitCode> {
             warmup_ms,
             periods,
             slice_us,
+            catch_up,
         } => {
             anyhow::ensure!(
                 period_ms > 0.0 && run_ms >= 0.0 && run_ms < period_ms * 100.0,
@@ -211,6 +212,7 @@ pub fn work(w: WorkCommand) -> anyhow::Result<ExitCode> {
                 Duration::from_secs_f64(run_ms / 1000.0),
                 Duration::from_millis(warmup_ms),
                 periods,
+                catch_up,
             );
             println!("{}", serde_json::to_string(&r)?);
         }

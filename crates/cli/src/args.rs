@@ -215,6 +215,9 @@ pub struct LabDaemonArgs {
     /// The daemon's configuration (its interval is replaced by --interval).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Repeat the whole experiment and report each run and the medians.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub runs: u32,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -92,6 +92,15 @@ fn progress(line: &str) {
     eprintln!("corral lab: {line}");
 }
 
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    match xs.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => xs[n / 2],
+        n => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
+    }
+}
+
 pub fn latency(paths: &HostPaths, args: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let (config, layout) = lab_setup(paths, &args.daemon)?;
     let opts = latency::Options {
@@ -100,35 +109,77 @@ pub fn latency(paths: &HostPaths, args: &LatencyArgs) -> anyhow::Result<ExitCode
         ..Default::default()
     };
     let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let r = latency::run(&exe, paths, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
+    let mut reports = Vec::new();
+    for i in 1..=args.daemon.runs {
+        progress(&format!("run {i} of {}", args.daemon.runs));
+        reports
+            .push(latency::run(&exe, paths, &layout, &opts, progress).map_err(anyhow::Error::msg)?);
+    }
+    let med = |variant: &str, f: &dyn Fn(&latency::Variant) -> f64| {
+        median(
+            reports
+                .iter()
+                .flat_map(|r| r.variants.iter())
+                .filter(|v| v.name == variant)
+                .map(f)
+                .collect(),
+        )
+    };
+    let median_improvement = median(reports.iter().map(|r| r.p99_improvement).collect());
     if args.daemon.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        let medians: Vec<serde_json::Value> = ["baseline", "corral"]
+            .iter()
+            .map(|v| {
+                serde_json::json!({
+                    "name": v,
+                    "p50_us": med(v, &|x| x.p50_us),
+                    "p99_us": med(v, &|x| x.p99_us),
+                    "max_us": med(v, &|x| x.max_us),
+                    "missed": med(v, &|x| x.missed as f64),
+                })
+            })
+            .collect();
+        let out = serde_json::json!({"runs": reports, "median": medians, "median_p99_improvement": median_improvement});
+        println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
+    let r0 = &reports[0];
     println!(
         "paper 002: {} ms every {} ms in a {}-share group, {} hogs in a {}-share group; daemon every {} ms",
-        r.run_ms, r.period_ms, r.low_shares, r.hogs, r.high_shares, r.interval_ms
+        r0.run_ms, r0.period_ms, r0.low_shares, r0.hogs, r0.high_shares, r0.interval_ms
     );
     let mut t = Table::new(&[
-        "VARIANT", "PERIODS", "MISSED", "P50 (ms)", "P90 (ms)", "P99 (ms)", "MAX (ms)", "CPU",
-        "CLASS", "GROUP",
+        "RUN", "VARIANT", "PERIODS", "MISSED", "P50 (ms)", "P90 (ms)", "P99 (ms)", "MAX (ms)",
+        "CPU", "CLASS", "GROUP",
     ]);
-    for v in &r.variants {
-        t.row(vec![
-            v.name.clone(),
-            v.periods.to_string(),
-            v.missed.to_string(),
-            format!("{:.3}", v.p50_us / 1000.0),
-            format!("{:.3}", v.p90_us / 1000.0),
-            format!("{:.3}", v.p99_us / 1000.0),
-            format!("{:.3}", v.max_us / 1000.0),
-            format!("{:.1}%", v.cpu_share * 100.0),
-            v.class.clone().unwrap_or_else(|| "-".into()),
-            v.group.clone().unwrap_or_else(|| "-".into()),
-        ]);
+    for (i, r) in reports.iter().enumerate() {
+        for v in &r.variants {
+            t.row(vec![
+                (i + 1).to_string(),
+                v.name.clone(),
+                v.periods.to_string(),
+                v.missed.to_string(),
+                format!("{:.3}", v.p50_us / 1000.0),
+                format!("{:.3}", v.p90_us / 1000.0),
+                format!("{:.3}", v.p99_us / 1000.0),
+                format!("{:.3}", v.max_us / 1000.0),
+                format!("{:.1}%", v.cpu_share * 100.0),
+                v.class.clone().unwrap_or_else(|| "-".into()),
+                v.group.clone().unwrap_or_else(|| "-".into()),
+            ]);
+        }
     }
     print!("{}", t.render());
-    println!("p99 baseline / corral: {:.1}x", r.p99_improvement);
+    let per_run: Vec<String> = reports
+        .iter()
+        .map(|r| format!("{:.1}x", r.p99_improvement))
+        .collect();
+    println!(
+        "p99 baseline / corral per run: {}; median p99 baseline {:.3} ms, corral {:.3} ms",
+        per_run.join(" "),
+        med("baseline", &|x| x.p99_us) / 1000.0,
+        med("corral", &|x| x.p99_us) / 1000.0
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -144,13 +195,51 @@ pub fn heavy(paths: &HostPaths, args: &HeavyArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let r = heavy::run(&exe, paths, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
+    let mut reports = Vec::new();
+    for i in 1..=args.daemon.runs {
+        progress(&format!("run {i} of {}", args.daemon.runs));
+        reports
+            .push(heavy::run(&exe, paths, &layout, &opts, progress).map_err(anyhow::Error::msg)?);
+    }
+    let med = |variant: &str, f: &dyn Fn(&heavy::Variant) -> f64| {
+        median(
+            reports
+                .iter()
+                .flat_map(|r| r.variants.iter())
+                .filter(|v| v.name == variant)
+                .map(f)
+                .collect(),
+        )
+    };
+    let names = ["alone", "baseline", "corral"];
+    let medians: Vec<(String, f64, f64, f64, f64)> = names
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                med(n, &|v| v.completion_s),
+                med(n, &|v| v.vs_alone),
+                med(n, &|v| v.cpu_share),
+                med(n, &|v| v.migrations.map_or(f64::NAN, |m| m as f64)),
+            )
+        })
+        .collect();
+    let shorter = 1.0 - medians[2].1 / medians[1].1;
     if args.daemon.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        let m: Vec<serde_json::Value> = medians
+            .iter()
+            .map(|(n, c, a, s, mig)| serde_json::json!({"name": n, "completion_s": c, "vs_alone": a, "cpu_share": s, "migrations": mig}))
+            .collect();
+        let out = serde_json::json!({"runs": reports, "median": m, "corral_shorter_than_baseline": shorter});
+        println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("paper 000: a CPU-bound benchmark ({} ops) beside a background mix of 4 periodic threads (0.2+0.2+0.35+0.35 CPU); daemon every {} ms", r.ops, r.interval_ms);
+    println!(
+        "paper 000: a CPU-bound benchmark ({} ops) beside a background mix of 4 periodic threads (0.2+0.2+0.35+0.35 CPU); daemon every {} ms",
+        reports[0].ops, reports[0].interval_ms
+    );
     let mut t = Table::new(&[
+        "RUN",
         "VARIANT",
         "TIME (s)",
         "VS ALONE",
@@ -160,30 +249,46 @@ pub fn heavy(paths: &HostPaths, args: &HeavyArgs) -> anyhow::Result<ExitCode> {
         "CLASS",
         "GROUP",
     ]);
-    for v in &r.variants {
+    for (i, r) in reports.iter().enumerate() {
+        for v in &r.variants {
+            t.row(vec![
+                (i + 1).to_string(),
+                v.name.clone(),
+                format!("{:.3}", v.completion_s),
+                format!("{:.3}", v.vs_alone),
+                format!("{:.3}", v.cpu_share),
+                v.migrations.map_or("-".into(), |m| m.to_string()),
+                if v.background_cpu.is_empty() {
+                    "-".into()
+                } else {
+                    v.background_cpu
+                        .iter()
+                        .map(|c| format!("{c:.2}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                },
+                v.class.clone().unwrap_or_else(|| "-".into()),
+                v.group.clone().unwrap_or_else(|| "-".into()),
+            ]);
+        }
+    }
+    for (n, c, a, s, mig) in &medians {
         t.row(vec![
-            v.name.clone(),
-            format!("{:.3}", v.completion_s),
-            format!("{:.3}", v.vs_alone),
-            format!("{:.3}", v.cpu_share),
-            v.migrations.map_or("-".into(), |m| m.to_string()),
-            if v.background_cpu.is_empty() {
-                "-".into()
-            } else {
-                v.background_cpu
-                    .iter()
-                    .map(|c| format!("{c:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            },
-            v.class.clone().unwrap_or_else(|| "-".into()),
-            v.group.clone().unwrap_or_else(|| "-".into()),
+            "median".into(),
+            n.clone(),
+            format!("{c:.3}"),
+            format!("{a:.3}"),
+            format!("{s:.3}"),
+            format!("{mig:.0}"),
+            String::new(),
+            String::new(),
+            String::new(),
         ]);
     }
     print!("{}", t.render());
     println!(
-        "baseline / corral completion: {:.3}x",
-        r.speedup_vs_baseline
+        "median completion: corral {:.1} % shorter than the baseline",
+        shorter * 100.0
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -227,6 +332,7 @@ pub fn overhead(paths: &HostPaths, args: &OverheadArgs) -> anyhow::Result<ExitCo
     let d = LabDaemonArgs {
         interval: args.interval,
         config: None,
+        runs: 1,
         json: args.json,
     };
     let (_, layout) = lab_setup(paths, &d)?;

@@ -86,6 +86,33 @@ pub struct ThreadSample {
     pub affinity_narrowed: bool,
 }
 
+impl ThreadSample {
+    /// A thread with every counter at zero, SCHED_OTHER at nice 0: the
+    /// sampler fills in what it reads.
+    pub fn new(tid: u32, pid: u32) -> ThreadSample {
+        ThreadSample {
+            tid,
+            pid,
+            comm: "".into(),
+            run_ns: 0,
+            wait_ns: 0,
+            timeslices: 0,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+            nr_migrations: None,
+            util_avg: None,
+            cpu: 0,
+            policy: Policy::Other,
+            nice: 0,
+            kernel_thread: false,
+            uid: 0,
+            exe: None,
+            cgroup: None,
+            affinity_narrowed: false,
+        }
+    }
+}
+
 /// Per-interval figures of one thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThreadStats {
@@ -112,18 +139,7 @@ impl ThreadStats {
     /// Rates from two reads `dt_ns` apart. Counters that went backwards
     /// (a recycled TID) give `None`.
     pub fn between(prev: &ThreadSample, now: &ThreadSample, dt_ns: u64) -> Option<ThreadStats> {
-        let counters = |t: &ThreadSample, at_ns| Counters {
-            at_ns,
-            pid: t.pid,
-            run_ns: t.run_ns,
-            wait_ns: t.wait_ns,
-            timeslices: t.timeslices,
-            voluntary_switches: t.voluntary_switches,
-            involuntary_switches: t.involuntary_switches,
-            nr_migrations: t.nr_migrations,
-            generation: 0,
-        };
-        delta(&counters(prev, 0), &counters(now, dt_ns))
+        delta(&Counters::of(prev, 0, 0), &Counters::of(now, dt_ns, 0))
     }
 }
 
@@ -149,6 +165,22 @@ struct Counters {
     generation: u64,
 }
 
+impl Counters {
+    fn of(t: &ThreadSample, at_ns: u64, generation: u64) -> Counters {
+        Counters {
+            at_ns,
+            pid: t.pid,
+            run_ns: t.run_ns,
+            wait_ns: t.wait_ns,
+            timeslices: t.timeslices,
+            voluntary_switches: t.voluntary_switches,
+            involuntary_switches: t.involuntary_switches,
+            nr_migrations: t.nr_migrations,
+            generation,
+        }
+    }
+}
+
 /// Keeps each thread's previous counters and yields per-interval figures.
 /// Updated in place: a step allocates nothing once the threads are known.
 #[derive(Debug, Default)]
@@ -172,17 +204,7 @@ impl Tracker {
             .threads
             .iter()
             .map(|t| {
-                let now = Counters {
-                    at_ns: snap.at_ns,
-                    pid: t.pid,
-                    run_ns: t.run_ns,
-                    wait_ns: t.wait_ns,
-                    timeslices: t.timeslices,
-                    voluntary_switches: t.voluntary_switches,
-                    involuntary_switches: t.involuntary_switches,
-                    nr_migrations: t.nr_migrations,
-                    generation,
-                };
+                let now = Counters::of(t, snap.at_ns, generation);
                 match self.last.get_mut(&t.tid) {
                     // A TID reused by another process starts afresh.
                     Some(prev) if prev.pid == t.pid => {
@@ -255,24 +277,11 @@ pub(crate) mod tests {
 
     pub fn sample(tid: u32, run_ns: u64, vol: u64) -> ThreadSample {
         ThreadSample {
-            tid,
-            pid: tid,
             comm: format!("t{tid}").into(),
             run_ns,
-            wait_ns: 0,
             timeslices: vol,
             voluntary_switches: vol,
-            involuntary_switches: 0,
-            nr_migrations: None,
-            util_avg: None,
-            cpu: 0,
-            policy: Policy::Other,
-            nice: 0,
-            kernel_thread: false,
-            uid: 0,
-            exe: None,
-            cgroup: None,
-            affinity_narrowed: false,
+            ..ThreadSample::new(tid, tid)
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::*;
 use corral_core::plan::GroupKind;
-use corral_core::sample::{Policy, Snapshot};
+use corral_core::sample::Snapshot;
 use corral_core::share::Level;
 use corral_core::topology::RawTopology;
 use std::fmt;
@@ -72,25 +72,14 @@ impl Host for MockHost {
             c.0 += (util * 1e9) as u64;
             c.1 += wakeups;
             threads.push(ThreadSample {
-                tid,
-                pid: 100,
                 comm: format!("t{tid}").into(),
                 run_ns: c.0,
-                wait_ns: 0,
                 timeslices: c.1,
                 voluntary_switches: c.1,
-                involuntary_switches: 0,
-                nr_migrations: None,
-                util_avg: None,
                 // Every thread last ran on CPU 3.
                 cpu: 3,
-                policy: Policy::Other,
-                nice: 0,
-                kernel_thread: false,
-                uid: 0,
-                exe: None,
                 cgroup: Some("/".into()),
-                affinity_narrowed: false,
+                ..ThreadSample::new(tid, 100)
             });
         }
         Ok(Snapshot {

@@ -49,6 +49,17 @@ impl LabGroups {
         })
     }
 
+    /// Creates this experiment's own root, `corral-lab-<pid>`.
+    pub fn for_experiment(layout: &Layout) -> Result<LabGroups, String> {
+        let name = format!("corral-lab-{}", std::process::id());
+        LabGroups::create(layout, &name).map_err(|e| e.to_string())
+    }
+
+    /// The name the daemon's groups get in an experiment.
+    pub fn daemon_group_name() -> String {
+        format!("corral-test-lab-{}", std::process::id())
+    }
+
     /// The root directory (the daemon's scope in experiments).
     pub fn root(&self) -> &Path {
         &self.root
@@ -155,6 +166,32 @@ impl Drop for LabGroups {
 
 fn with_path(e: std::io::Error, path: &Path) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// Parses the JSON line a workload program printed last.
+pub fn parse_output<T: serde::de::DeserializeOwned>(out: &str) -> Result<T, String> {
+    let line = out.lines().last().unwrap_or_default();
+    serde_json::from_str(line).map_err(|e| format!("workload output {line:?}: {e}"))
+}
+
+impl LabGroups {
+    /// Starts `n` CPU hogs (`corral lab work hog`) in `group`.
+    pub fn spawn_hogs(&mut self, exe: &Path, group: &Path, n: u32) -> Result<(), String> {
+        for _ in 0..n {
+            let mut c = Command::new(exe);
+            c.args(["lab", "work", "hog"]);
+            self.spawn(group, c).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// The daemon configuration experiments use by default: the defaults with a
+/// 250 ms interval, so classification settles within a second or two.
+pub fn lab_config() -> corral_core::config::Config {
+    let mut config = corral_core::config::Config::default();
+    config.daemon.interval_ms = 250;
+    config
 }
 
 /// CPU time of a thread or process so far, from schedstat, ns.

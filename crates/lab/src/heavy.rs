@@ -11,7 +11,7 @@
 //! price the others pay, made visible.
 
 use crate::daemon_thread::DaemonThread;
-use crate::groups::{run_ns, LabGroups};
+use crate::groups::{lab_config, parse_output, run_ns, LabGroups};
 use crate::work::{bench_rate, BenchResult};
 use corral_core::config::Config;
 use corral_linux::placer::Layout;
@@ -32,12 +32,10 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        let mut config = Config::default();
-        config.daemon.interval_ms = 250;
         Options {
             seconds: 10.0,
             background_ms: vec![2.0, 2.0, 3.5, 3.5],
-            config,
+            config: lab_config(),
         }
     }
 }
@@ -107,8 +105,7 @@ pub fn run(
 ) -> Result<Report, String> {
     let rate = bench_rate(Duration::from_millis(400));
     let ops = (rate * o.seconds).max(1.0) as u64;
-    let name = format!("corral-lab-{}", std::process::id());
-    let mut groups = LabGroups::create(layout, &name).map_err(|e| e.to_string())?;
+    let mut groups = LabGroups::for_experiment(layout)?;
     let bench_group = groups.group("bench", 1024).map_err(|e| e.to_string())?;
     let bg_group = groups
         .group("background", 1024)
@@ -119,7 +116,7 @@ pub fn run(
     let pid = groups
         .spawn(&bench_group, bench_cmd(exe, ops))
         .map_err(|e| e.to_string())?;
-    let alone: BenchResult = parse(&groups.wait_output(pid).map_err(|e| e.to_string())?)?;
+    let alone: BenchResult = parse_output(&groups.wait_output(pid).map_err(|e| e.to_string())?)?;
     let alone_s = alone.wall_ns as f64 / 1e9;
     variants.push(row("alone", &alone, alone_s, vec![]));
 
@@ -132,7 +129,7 @@ pub fn run(
                     paths.clone(),
                     layout.clone(),
                     vec![groups.root().to_path_buf()],
-                    format!("corral-test-lab-{}", std::process::id()),
+                    LabGroups::daemon_group_name(),
                     o.config.clone(),
                 )
                 .map_err(|e| format!("cannot start the daemon: {e}"))?,
@@ -174,7 +171,7 @@ pub fn run(
         if let Some(s) = stopped {
             s?;
         }
-        let r: BenchResult = parse(&out.map_err(|e| e.to_string())?)?;
+        let r: BenchResult = parse_output(&out.map_err(|e| e.to_string())?)?;
         let mut v = row(name, &r, alone_s, bg_cpu);
         v.class = seen
             .as_ref()
@@ -205,9 +202,4 @@ fn row(name: &str, r: &BenchResult, alone_s: f64, background_cpu: Vec<f64>) -> V
         class: None,
         group: None,
     }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(out: &str) -> Result<T, String> {
-    let line = out.lines().last().unwrap_or_default();
-    serde_json::from_str(line).map_err(|e| format!("workload output {line:?}: {e}"))
 }

@@ -9,7 +9,7 @@
 //! low-share group into its protected group (paper 002's fix).
 
 use crate::daemon_thread::DaemonThread;
-use crate::groups::LabGroups;
+use crate::groups::{lab_config, parse_output, LabGroups};
 use crate::work::{percentile, PeriodicResult};
 use corral_core::config::Config;
 use corral_linux::placer::Layout;
@@ -34,8 +34,6 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        let mut config = Config::default();
-        config.daemon.interval_ms = 250;
         Options {
             period_ms: 10.0,
             run_ms: 1.0,
@@ -43,7 +41,7 @@ impl Default for Options {
             hogs: 4,
             low_shares: 52,
             high_shares: 1024,
-            config,
+            config: lab_config(),
         }
     }
 }
@@ -120,19 +118,14 @@ pub fn run(
     o: &Options,
     mut progress: impl FnMut(&str),
 ) -> Result<Report, String> {
-    let name = format!("corral-lab-{}", std::process::id());
-    let mut groups = LabGroups::create(layout, &name).map_err(|e| e.to_string())?;
+    let mut groups = LabGroups::for_experiment(layout)?;
     let low = groups
         .group("low", o.low_shares)
         .map_err(|e| e.to_string())?;
     let high = groups
         .group("high", o.high_shares)
         .map_err(|e| e.to_string())?;
-    for _ in 0..o.hogs {
-        let mut c = Command::new(exe);
-        c.args(["lab", "work", "hog"]);
-        groups.spawn(&high, c).map_err(|e| e.to_string())?;
-    }
+    groups.spawn_hogs(exe, &high, o.hogs)?;
     std::thread::sleep(Duration::from_millis(500));
 
     progress(&format!(
@@ -142,7 +135,7 @@ pub fn run(
     let pid = groups
         .spawn(&low, periodic_cmd(exe, o, Duration::from_millis(500)))
         .map_err(|e| e.to_string())?;
-    let base: PeriodicResult = parse(&groups.wait_output(pid).map_err(|e| e.to_string())?)?;
+    let base: PeriodicResult = parse_output(&groups.wait_output(pid).map_err(|e| e.to_string())?)?;
     let baseline = variant("baseline", &base);
 
     // The daemon needs two samples for rates and `intervals` more to call
@@ -158,7 +151,7 @@ pub fn run(
         paths.clone(),
         layout.clone(),
         vec![groups.root().to_path_buf()],
-        format!("corral-test-lab-{}", std::process::id()),
+        LabGroups::daemon_group_name(),
         o.config.clone(),
     )
     .map_err(|e| format!("cannot start the daemon: {e}"))?;
@@ -170,7 +163,7 @@ pub fn run(
     let seen = daemon.explain(pid);
     let out = groups.wait_output(pid);
     let stopped = daemon.stop();
-    let with: PeriodicResult = parse(&out.map_err(|e| e.to_string())?)?;
+    let with: PeriodicResult = parse_output(&out.map_err(|e| e.to_string())?)?;
     stopped?;
     let mut corral = variant("corral", &with);
     corral.class = seen
@@ -189,11 +182,6 @@ pub fn run(
         p99_improvement: baseline.p99_us / corral.p99_us.max(1e-3),
         variants: vec![baseline, corral],
     })
-}
-
-fn parse<T: serde::de::DeserializeOwned>(out: &str) -> Result<T, String> {
-    let line = out.lines().last().unwrap_or_default();
-    serde_json::from_str(line).map_err(|e| format!("workload output {line:?}: {e}"))
 }
 
 /// The path of the running corral binary, to start workloads with.

@@ -61,8 +61,7 @@ pub fn run(
     o: &Options,
     mut progress: impl FnMut(&str),
 ) -> Result<Report, String> {
-    let name = format!("corral-lab-{}", std::process::id());
-    let mut groups = LabGroups::create(layout, &name).map_err(|e| e.to_string())?;
+    let mut groups = LabGroups::for_experiment(layout)?;
     let g = groups.group("work", 1024).map_err(|e| e.to_string())?;
     let mut c = Command::new(exe);
     c.args([
@@ -73,11 +72,7 @@ pub fn run(
         &o.threads.to_string(),
     ]);
     groups.spawn(&g, c).map_err(|e| e.to_string())?;
-    for _ in 0..o.hogs {
-        let mut c = Command::new(exe);
-        c.args(["lab", "work", "hog"]);
-        groups.spawn(&g, c).map_err(|e| e.to_string())?;
-    }
+    groups.spawn_hogs(exe, &g, o.hogs)?;
     std::thread::sleep(Duration::from_millis(500));
     let sock = std::env::temp_dir().join(format!("corral-lab-{}.sock", std::process::id()));
     let mut daemon = Command::new(exe)
@@ -88,11 +83,7 @@ pub fn run(
             "--scope-cgroup",
             &groups.cgroup_path("work"),
         ])
-        .args([
-            "--group-name",
-            &format!("corral-test-lab-{}", std::process::id()),
-            "--socket",
-        ])
+        .args(["--group-name", &LabGroups::daemon_group_name(), "--socket"])
         .arg(&sock)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -287,26 +287,7 @@ impl Sampler {
             return Ok(Some((s, true)));
         }
         // A new thread.
-        let mut sample = ThreadSample {
-            tid,
-            pid,
-            comm: "".into(),
-            run_ns: 0,
-            wait_ns: 0,
-            timeslices: 0,
-            voluntary_switches: 0,
-            involuntary_switches: 0,
-            nr_migrations: None,
-            util_avg: None,
-            cpu: 0,
-            policy: Policy::Other,
-            nice: 0,
-            kernel_thread: false,
-            uid: 0,
-            exe: None,
-            cgroup: None,
-            affinity_narrowed: false,
-        };
+        let mut sample = ThreadSample::new(tid, pid);
         let schedstat = File::open(dir.join("schedstat")).ok();
         let mut entry = Entry {
             schedstat,

@@ -101,6 +101,21 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
+/// Runs an experiment `runs` times, saying which run is under way.
+fn repeat<R>(runs: u32, mut f: impl FnMut() -> Result<R, String>) -> anyhow::Result<Vec<R>> {
+    (1..=runs)
+        .map(|i| {
+            progress(&format!("run {i} of {runs}"));
+            f().map_err(anyhow::Error::msg)
+        })
+        .collect()
+}
+
+/// The median of `f` over `items`.
+fn median_by<'a, V: 'a>(items: impl Iterator<Item = &'a V>, f: &dyn Fn(&V) -> f64) -> f64 {
+    median(items.map(f).collect())
+}
+
 pub fn latency(paths: &HostPaths, args: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let (config, layout) = lab_setup(paths, &args.daemon)?;
     let opts = latency::Options {
@@ -109,20 +124,16 @@ pub fn latency(paths: &HostPaths, args: &LatencyArgs) -> anyhow::Result<ExitCode
         ..Default::default()
     };
     let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let mut reports = Vec::new();
-    for i in 1..=args.daemon.runs {
-        progress(&format!("run {i} of {}", args.daemon.runs));
-        reports
-            .push(latency::run(&exe, paths, &layout, &opts, progress).map_err(anyhow::Error::msg)?);
-    }
+    let reports = repeat(args.daemon.runs, || {
+        latency::run(&exe, paths, &layout, &opts, progress)
+    })?;
     let med = |variant: &str, f: &dyn Fn(&latency::Variant) -> f64| {
-        median(
+        median_by(
             reports
                 .iter()
                 .flat_map(|r| r.variants.iter())
-                .filter(|v| v.name == variant)
-                .map(f)
-                .collect(),
+                .filter(|v| v.name == variant),
+            f,
         )
     };
     let median_improvement = median(reports.iter().map(|r| r.p99_improvement).collect());
@@ -195,20 +206,16 @@ pub fn heavy(paths: &HostPaths, args: &HeavyArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let mut reports = Vec::new();
-    for i in 1..=args.daemon.runs {
-        progress(&format!("run {i} of {}", args.daemon.runs));
-        reports
-            .push(heavy::run(&exe, paths, &layout, &opts, progress).map_err(anyhow::Error::msg)?);
-    }
+    let reports = repeat(args.daemon.runs, || {
+        heavy::run(&exe, paths, &layout, &opts, progress)
+    })?;
     let med = |variant: &str, f: &dyn Fn(&heavy::Variant) -> f64| {
-        median(
+        median_by(
             reports
                 .iter()
                 .flat_map(|r| r.variants.iter())
-                .filter(|v| v.name == variant)
-                .map(f)
-                .collect(),
+                .filter(|v| v.name == variant),
+            f,
         )
     };
     let names = ["alone", "baseline", "corral"];

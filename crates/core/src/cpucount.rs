@@ -31,10 +31,19 @@
 //! Why round the quota **up**: a parallel loop wants to consume all the CPU
 //! time it may have. With a quota of 1.5 CPUs, one thread can use only
 //! 1.0 of them; two threads use all 1.5, paying for it with throttling at
-//! the end of each period. Go (since 1.25, `GOMAXPROCS` from the cgroup
-//! limit) and OpenJDK (`availableProcessors()` in a container) also round
-//! up; GNU `nproc` ignores the quota before coreutils 9.5 (Debian 12 ships
-//! 9.1) and so overcounts.
+//! the end of each period. Others differ:
+//!
+//! - Go 1.25 (`runtime/cgroup_linux.go`, `adjustCgroupGOMAXPROCS`) also
+//!   rounds up, but with a minimum of 2 — a 0.25-CPU limit gives
+//!   `GOMAXPROCS=2` — and reads only the leaf cgroup's limit; corral
+//!   takes the tightest over every ancestor and allows 1.
+//! - Uber's automaxprocs rounds down (minimum 1), treating the fraction as
+//!   head-room rather than capacity: no throttling, but a 1.9-CPU quota
+//!   gets one thread.
+//! - OpenJDK's container support rounds quota / period up for
+//!   `availableProcessors()`.
+//! - GNU `nproc` in Debian 12 (coreutils 9.1) counts the affinity mask
+//!   only and ignores the quota, so it overcounts.
 
 use crate::cpuset::CpuSet;
 use serde::Serialize;

@@ -68,6 +68,12 @@ pub enum Command {
     /// Explain one thread: its figures, class and why, group, and the share
     /// of a CPU it can count on through the cgroup hierarchy.
     Explain(ExplainArgs),
+    /// Boost a thread that is handling user input (paper 001): corral
+    /// raises it and keeps other threads off its CPU until it blocks after
+    /// running, exits, is unboosted, or --max-ms passes.
+    Boost(BoostArgs),
+    /// End a boost.
+    Unboost(UnboostArgs),
     /// Print or check the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -129,6 +135,27 @@ pub struct ExplainArgs {
     /// Print JSON for programs.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BoostArgs {
+    /// The thread id.
+    pub tid: u32,
+    /// The cap, ms (default: the daemon's `[boost] default_max_ms`).
+    #[arg(long, value_name = "MS")]
+    pub max_ms: Option<u64>,
+    /// The daemon's socket.
+    #[arg(long, value_name = "PATH", default_value = "/run/corral.sock")]
+    pub socket: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct UnboostArgs {
+    /// The thread id.
+    pub tid: u32,
+    /// The daemon's socket.
+    #[arg(long, value_name = "PATH", default_value = "/run/corral.sock")]
+    pub socket: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -198,6 +225,10 @@ pub enum LabCommand {
     /// ~1.1 CPUs; completion time alone, with the mix, and with corral.
     /// Needs root; creates and removes its own cgroups.
     Heavy(HeavyArgs),
+    /// Paper 001: a 50 ms input handler beside four hogs on 2 CPUs; response
+    /// time alone, baseline, boosted by its dispatcher, and boosted with
+    /// hog eviction. Needs root; creates and removes its own cgroups.
+    Interactive(InteractiveArgs),
     /// The daemon's own cost: CPU and memory with many sleeping threads and
     /// some hogs in scope (a benchmark). Needs root.
     Overhead(OverheadArgs),
@@ -237,6 +268,15 @@ pub struct HeavyArgs {
     /// Length of the benchmark alone, seconds.
     #[arg(long, value_name = "S", default_value_t = 10.0)]
     pub seconds: f64,
+    #[command(flatten)]
+    pub daemon: LabDaemonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InteractiveArgs {
+    /// Events per variant.
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(5..))]
+    pub events: u64,
     #[command(flatten)]
     pub daemon: LabDaemonArgs,
 }
@@ -284,6 +324,23 @@ pub enum WorkCommand {
     },
     /// Spin for ever (a CPU hog).
     Hog,
+    /// Paper 001's input path: a dispatcher delivers an event every PERIOD
+    /// to a handler thread doing TE of CPU work; prints response times.
+    Interactive {
+        #[arg(long, value_name = "MS", default_value_t = 50.0)]
+        te_ms: f64,
+        #[arg(long, value_name = "MS", default_value_t = 200)]
+        period_ms: u64,
+        #[arg(long, value_name = "N", default_value_t = 30)]
+        events: usize,
+        /// Ask the daemon at this socket to boost the handler before each
+        /// event (framework-assisted).
+        #[arg(long, value_name = "PATH")]
+        boost_socket: Option<PathBuf>,
+        /// The boost's cap.
+        #[arg(long, value_name = "MS")]
+        boost_max_ms: Option<u64>,
+    },
     /// Start N threads that sleep for ever.
     Sleepers {
         #[arg(long, value_name = "N")]

@@ -284,6 +284,24 @@ impl Classifier {
         verdict
     }
 
+    /// The verdict of `tid` as it stands, without folding in an interval:
+    /// for a boosted thread, whose CPU use while boosted says nothing of
+    /// what it needs when it is not.
+    pub fn hold(&mut self, tid: u32) -> Verdict {
+        match self.states.get(&tid) {
+            None => self.update(tid, None),
+            Some(st) => Verdict {
+                class: if st.latency {
+                    Class::LatencyCritical
+                } else {
+                    st.intensity
+                },
+                reason: Reason::Peak { peak: st.peak },
+                peak: st.peak,
+            },
+        }
+    }
+
     /// Forgets threads not in `alive`.
     pub fn retain(&mut self, alive: impl Fn(u32) -> bool) {
         self.states.retain(|tid, _| alive(*tid));
@@ -421,6 +439,15 @@ mod tests {
         for _ in 0..5 {
             assert_eq!(c.update(2, Some(&stats(0.15, 15.0))).class, Class::Light);
         }
+    }
+
+    #[test]
+    fn hold_does_not_fold_in_an_interval() {
+        let mut c = Classifier::new(ClassifyConfig::default());
+        c.update(1, Some(&stats(0.1, 1.0)));
+        assert_eq!(c.hold(1).class, Class::Light);
+        assert!((c.hold(1).peak - 0.1).abs() < 1e-12);
+        assert_eq!(c.update(1, Some(&stats(0.1, 1.0))).class, Class::Light);
     }
 
     #[test]

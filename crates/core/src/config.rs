@@ -95,6 +95,9 @@ pub struct PlanConfig {
     pub latency_shares: u64,
     pub medium_min_cpu: f64,
     pub latency_slice_us: u64,
+    pub boost_evict: bool,
+    pub boost_nice: i32,
+    pub boost_slice_us: u64,
 }
 
 impl Default for PlanConfig {
@@ -105,6 +108,27 @@ impl Default for PlanConfig {
             latency_shares: 10240,
             medium_min_cpu: 0.5,
             latency_slice_us: 300,
+            boost_evict: true,
+            boost_nice: -20,
+            boost_slice_us: 100,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BoostConfig {
+    pub default_max_ms: u64,
+    pub max_ms_limit: u64,
+    pub rate_per_s: u32,
+}
+
+impl Default for BoostConfig {
+    fn default() -> Self {
+        BoostConfig {
+            default_max_ms: 250,
+            max_ms_limit: 5000,
+            rate_per_s: 100,
         }
     }
 }
@@ -135,6 +159,7 @@ pub struct Config {
     pub daemon: DaemonConfig,
     pub classify: ClassifyConfig,
     pub plan: PlanConfig,
+    pub boost: BoostConfig,
     #[serde(rename = "rule")]
     pub rules: Vec<Rule>,
 }
@@ -257,6 +282,36 @@ impl Config {
                     ),
                 ));
             }
+        }
+        for (key, slice) in [("plan.boost_slice_us", self.plan.boost_slice_us)] {
+            if slice != 0 && !(100..=100_000).contains(&slice) {
+                return Err((
+                    key.into(),
+                    format!("must be 0 or 100 to 100000, not {slice}"),
+                ));
+            }
+        }
+        if !(-20..=19).contains(&self.plan.boost_nice) {
+            return Err((
+                "plan.boost_nice".into(),
+                format!(
+                    "must be a nice value, -20 to 19, not {}",
+                    self.plan.boost_nice
+                ),
+            ));
+        }
+        let b = &self.boost;
+        if b.default_max_ms == 0 || b.max_ms_limit < b.default_max_ms {
+            return Err((
+                "boost.default_max_ms".into(),
+                format!(
+                    "must be at least 1 and at most boost.max_ms_limit ({})",
+                    b.max_ms_limit
+                ),
+            ));
+        }
+        if b.rate_per_s == 0 {
+            return Err(("boost.rate_per_s".into(), "must be at least 1".into()));
         }
         let slice = self.plan.latency_slice_us;
         if slice != 0 && !(100..=100_000).contains(&slice) {

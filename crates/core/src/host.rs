@@ -41,8 +41,22 @@ pub trait Host {
     /// `None` when the thread is gone.
     fn share_levels(&mut self, tid: u32) -> Result<Option<(Vec<Level>, u32)>, Self::Error>;
 
+    /// Whether a thread is asleep now and the CPU time it has used, for
+    /// ending boosts when the thread blocks after running; `None` when it
+    /// is gone. Called every millisecond while boosts are in force.
+    fn thread_progress(&mut self, tid: u32) -> Result<Option<ThreadProgress>, Self::Error>;
+
     /// A one-line description of the backend, for status and logs.
     fn describe(&self) -> String;
+}
+
+/// A thread's state, read quickly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadProgress {
+    /// Not runnable: sleeping or blocked (state S, D, I …).
+    pub sleeping: bool,
+    /// CPU time used so far, ns.
+    pub run_ns: u64,
 }
 
 /// What the daemon needs to know of a host's errors.

@@ -35,6 +35,7 @@ pub fn dedicated_name(cpu: u32) -> String {
 pub const MEDIUM: &str = "medium";
 pub const LATENCY: &str = "latency";
 pub const SHARED: &str = "shared";
+pub const BOOST: &str = "boost";
 
 /// Preference given to a heavy thread that already has a core.
 const INCUMBENT_BONUS: f64 = 0.05;
@@ -53,6 +54,8 @@ pub struct PlanThread {
     pub util: f64,
     /// The CPU it last ran on.
     pub cpu: u32,
+    /// A framework asked for it to be boosted (paper 001).
+    pub boosted: bool,
 }
 
 /// What a group is for.
@@ -63,6 +66,8 @@ pub enum GroupKind {
     Medium,
     Latency,
     Shared,
+    /// Threads a framework asked corral to raise (paper 001).
+    Boost,
 }
 
 /// One group corral creates.
@@ -76,6 +81,8 @@ pub struct GroupSpec {
     /// The EEVDF slice its members get (sched_setattr `sched_runtime`),
     /// ns; `None` leaves their slices alone.
     pub slice_ns: Option<u64>,
+    /// The nice value its members get; `None` leaves it alone.
+    pub nice: Option<i32>,
 }
 
 /// Groups and which thread goes where.
@@ -125,6 +132,55 @@ pub fn plan(
     let mut threads: Vec<&PlanThread> = threads.iter().collect();
     threads.sort_by_key(|t| t.tid);
     threads.dedup_by_key(|t| t.tid);
+    let capacity = |cpu: u32| topo.cpu(cpu).map_or(CAPACITY_SCALE, |c| c.capacity);
+
+    // Paper 001's boost, with the userspace form of its balancing rule:
+    // boosted threads go into the boost group (the highest weight, nice
+    // and a short slice) and, with `boost_evict`, get the CPUs they run on
+    // to themselves — every other group leaves those CPUs, heaviest
+    // threads included — while at least one CPU stays for everyone else.
+    let boosted: Vec<&PlanThread> = threads.iter().copied().filter(|t| t.boosted).collect();
+    let mut reserved = CpuSet::new();
+    if cfg.boost_evict && !boosted.is_empty() {
+        let room = (usable.len() as usize).saturating_sub(1);
+        for t in &boosted {
+            if reserved.len() as usize >= room {
+                break;
+            }
+            let own = Some(t.cpu).filter(|&c| usable.contains(c) && !reserved.contains(c));
+            let pick = own.or_else(|| {
+                let mut free: Vec<u32> = usable.difference(&reserved).iter().collect();
+                free.sort_by(|&a, &b| capacity(b).cmp(&capacity(a)).then(a.cmp(&b)));
+                free.first().copied()
+            });
+            if let Some(cpu) = pick {
+                reserved.insert(cpu);
+            }
+        }
+    }
+    let all_usable = usable.clone();
+    let usable = usable.difference(&reserved);
+    if !boosted.is_empty() {
+        out.groups.insert(
+            BOOST.to_string(),
+            GroupSpec {
+                name: BOOST.to_string(),
+                kind: GroupKind::Boost,
+                cpus: if reserved.is_empty() {
+                    all_usable.clone()
+                } else {
+                    reserved.clone()
+                },
+                shares: crate::share::MAX_SHARES,
+                slice_ns: (cfg.boost_slice_us > 0).then_some(cfg.boost_slice_us * 1000),
+                nice: Some(cfg.boost_nice),
+            },
+        );
+        for t in &boosted {
+            out.placements.insert(t.tid, (t.pid, BOOST.to_string()));
+        }
+    }
+    let threads: Vec<&PlanThread> = threads.into_iter().filter(|t| !t.boosted).collect();
 
     // Heavy threads, by peak (incumbents favoured), then tid.
     let prev_cpu = |tid: u32| previous.and_then(|p| p.dedicated_cpu(tid));
@@ -153,7 +209,6 @@ pub fn plan(
     // highest id, leaving CPU 0 (where housekeeping and IRQs tend to
     // land) to the shared group.
     let mut candidates: Vec<u32> = usable.iter().collect();
-    let capacity = |cpu: u32| topo.cpu(cpu).map_or(CAPACITY_SCALE, |c| c.capacity);
     candidates.sort_by(|&a, &b| capacity(b).cmp(&capacity(a)).then(b.cmp(&a)));
     let mut taken = CpuSet::new();
     let mut dedicated: Vec<(u32, &PlanThread)> = Vec::new();
@@ -200,6 +255,7 @@ pub fn plan(
                 cpus: std::iter::once(*cpu).collect(),
                 shares: cfg.shared_shares,
                 slice_ns: None,
+                nice: None,
             },
         );
         out.placements.insert(t.tid, (t.pid, name));
@@ -267,6 +323,7 @@ pub fn plan(
                 cpus: cpus.clone(),
                 shares,
                 slice_ns,
+                nice: None,
             },
         );
         for t in members {
@@ -388,6 +445,7 @@ mod tests {
             // On no usable CPU unless a test says otherwise, so the
             // preference order alone decides.
             cpu: u32::MAX,
+            boosted: false,
         }
     }
 

@@ -25,7 +25,31 @@ pub struct Request {
 #[serde(tag = "cmd", rename_all = "kebab-case")]
 pub enum Command {
     Status,
-    Explain { tid: u32 },
+    Explain {
+        tid: u32,
+    },
+    /// Raise `tid` until it blocks after running, exits, is unboosted, or
+    /// `max_ms` passes (the configured default when absent).
+    Boost {
+        tid: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_ms: Option<u64>,
+    },
+    Unboost {
+        tid: u32,
+    },
+}
+
+/// The answer to `boost`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoostReply {
+    pub tid: u32,
+    /// The cap, ms from now.
+    pub max_ms: u64,
+    /// Whether the thread was already boosted (the boost was extended).
+    pub extended: bool,
+    /// The CPU it has to itself while boosted, when hogs were moved off it.
+    pub cpu: Option<u32>,
 }
 
 /// A response: `{"v":1,"ok":true,"result":…}` or `{"v":1,"ok":false,"error":"…"}`.

@@ -19,7 +19,7 @@
 pub mod api;
 pub mod server;
 
-use api::{Explain, GroupStatus, Status, ThreadStatus};
+use api::{BoostReply, Explain, GroupStatus, Status, ThreadStatus};
 use corral_core::classify::{eligibility, Class, Classifier, Reason, Unmanaged};
 use corral_core::config::Config;
 use corral_core::host::{Host, HostError};
@@ -69,6 +69,56 @@ pub struct Daemon<H: Host> {
     known: BTreeMap<u32, Known>,
     step: u64,
     last: StepReport,
+    /// The threads of the last classification, as the planner takes them.
+    plan_threads: Vec<PlanThread>,
+    boosts: BTreeMap<u32, ActiveBoost>,
+    rate: RateLimit,
+    /// A re-plan owed after a boost was answered (eviction happens after
+    /// the reply, so a boost call costs only the thread's own move).
+    pending_replan: bool,
+    /// The last plan made while no boost was in force: boosts come and go
+    /// every few hundred ms, and the planner's tie-breaks look at this one
+    /// so that when a boost ends every thread goes back where it was.
+    stable: Plan,
+}
+
+/// A boost in force.
+#[derive(Debug, Clone)]
+struct ActiveBoost {
+    #[allow(dead_code)]
+    pid: u32,
+    /// The cap, on the host's clock.
+    until_ns: u64,
+    /// CPU time when the boost began: the thread "ran" once it is above.
+    run_at_start_ns: u64,
+}
+
+/// Who sent a request (SO_PEERCRED).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    pub uid: u32,
+    pub pid: u32,
+}
+
+/// A token bucket per user: `rate` requests per second, bursts up to `rate`.
+#[derive(Debug, Default)]
+struct RateLimit {
+    buckets: BTreeMap<u32, (f64, u64)>,
+}
+
+impl RateLimit {
+    fn allow(&mut self, uid: u32, now_ns: u64, rate: u32) -> bool {
+        let rate = rate as f64;
+        let (tokens, last) = self.buckets.entry(uid).or_insert((rate, now_ns));
+        *tokens = (*tokens + (now_ns.saturating_sub(*last) as f64 / 1e9) * rate).min(rate);
+        *last = now_ns;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl<H: Host> Daemon<H> {
@@ -85,6 +135,11 @@ impl<H: Host> Daemon<H> {
             known: BTreeMap::new(),
             step: 0,
             last: StepReport::default(),
+            plan_threads: Vec::new(),
+            boosts: BTreeMap::new(),
+            rate: RateLimit::default(),
+            pending_replan: false,
+            stable: Plan::default(),
         })
     }
 
@@ -153,7 +208,13 @@ impl<H: Host> Daemon<H> {
             match eligibility(&self.config.rules, &k.sample) {
                 Err(why) => k.unmanaged = Some(why),
                 Ok(forced) => {
-                    let verdict = self.classifier.update(tid, k.stats.as_ref());
+                    // A boosted thread's interval is not folded in: what it
+                    // uses while boosted says nothing of its own needs.
+                    let verdict = if self.boosts.contains_key(&tid) {
+                        self.classifier.hold(tid)
+                    } else {
+                        self.classifier.update(tid, k.stats.as_ref())
+                    };
                     k.peak = verdict.peak;
                     let (class, reason) = match forced {
                         Some((rule, class)) => (class, Reason::Rule { rule }),
@@ -163,7 +224,8 @@ impl<H: Host> Daemon<H> {
                     // it is placed from its second interval on (unless a
                     // rule decides, or it is already placed).
                     let ready = !matches!(reason, Reason::New)
-                        || self.applied.placements.contains_key(&tid);
+                        || self.applied.placements.contains_key(&tid)
+                        || self.boosts.contains_key(&tid);
                     k.class = Some(class);
                     k.reason = Some(reason);
                     if ready {
@@ -174,6 +236,7 @@ impl<H: Host> Daemon<H> {
                             peak: k.peak,
                             util: k.stats.map_or(0.0, |s| s.util),
                             cpu: k.sample.cpu,
+                            boosted: self.boosts.contains_key(&tid),
                         });
                     }
                 }
@@ -182,13 +245,38 @@ impl<H: Host> Daemon<H> {
         }
         self.classifier.retain(|tid| known.contains_key(&tid));
         self.known = known;
+        // A boosted thread that vanished from the scope ends its boost.
+        let known = &self.known;
+        self.boosts.retain(|tid, _| known.contains_key(tid));
+        self.plan_threads = plan_threads;
+        self.replan(&mut report);
+        report.duration_ns = self.host.now_ns().saturating_sub(started);
+        self.last = report;
+        Ok(&self.last)
+    }
 
+    /// Plans from the last classification and the boosts in force, and
+    /// applies the difference.
+    fn replan(&mut self, report: &mut StepReport) {
+        for t in &mut self.plan_threads {
+            t.boosted = self.boosts.contains_key(&t.tid);
+        }
         let mut next = plan::plan(
             &self.topology,
-            &plan_threads,
+            &self.plan_threads,
             &self.config.plan,
-            Some(&self.applied),
+            Some(&self.stable),
         );
+        if self.boosts.is_empty() {
+            self.stable = next.clone();
+        }
+        // Once made, the boost group stays (empty, on the CPUs it last had):
+        // the next boost is then one move, not a group creation.
+        if !next.groups.contains_key(plan::BOOST) {
+            if let Some(g) = self.applied.groups.get(plan::BOOST) {
+                next.groups.insert(plan::BOOST.to_string(), g.clone());
+            }
+        }
         report.notes = next.notes.clone();
         let changes = plan::diff(&self.applied, &next);
         let mut failed_groups = HashSet::new();
@@ -237,15 +325,236 @@ impl<H: Host> Daemon<H> {
         // Groups whose creation failed take their members with them.
         next.placements
             .retain(|_, (_, g)| next.groups.contains_key(g));
-        report.changes = changes;
+        report.changes.extend(changes);
         self.applied = next;
-        report.duration_ns = self.host.now_ns().saturating_sub(started);
-        self.last = report;
-        Ok(&self.last)
+    }
+
+    /// Whether any boost is in force (the loop then checks them every ms).
+    pub fn has_boosts(&self) -> bool {
+        !self.boosts.is_empty()
+    }
+
+    /// Paper 001's boost, asked for by `caller`: checks, records (or
+    /// extends) it, and re-plans at once.
+    pub fn boost(
+        &mut self,
+        tid: u32,
+        max_ms: Option<u64>,
+        caller: Caller,
+    ) -> Result<BoostReply, String> {
+        if !self.known.contains_key(&tid) {
+            // A thread newer than the last sample: sample now rather than
+            // refuse (a framework boosts a fresh thread on its first event).
+            self.step().map_err(|e| format!("cannot sample: {e}"))?;
+        }
+        let k = self
+            .known
+            .get(&tid)
+            .ok_or_else(|| format!("thread {tid} is not in corral's scope (or has exited)"))?;
+        match &k.unmanaged {
+            Some(Unmanaged::KernelThread) => {
+                return Err(format!("thread {tid} is a kernel thread: never boosted"))
+            }
+            Some(Unmanaged::RealTime) => {
+                return Err(format!(
+                    "thread {tid} is a real-time or deadline thread: never boosted"
+                ))
+            }
+            Some(u) => {
+                return Err(format!(
+                    "thread {tid} is not managed: {}",
+                    unmanaged_text(u)
+                ))
+            }
+            None => {}
+        }
+        if caller.uid != 0 && caller.uid != k.sample.uid {
+            return Err(format!(
+                "permission denied: thread {tid} belongs to uid {}, the caller is uid {}; only root may boost other users' threads",
+                k.sample.uid, caller.uid
+            ));
+        }
+        let cfg = &self.config.boost;
+        let max_ms = max_ms.unwrap_or(cfg.default_max_ms);
+        if max_ms == 0 || max_ms > cfg.max_ms_limit {
+            return Err(format!(
+                "max_ms must be between 1 and {}, not {max_ms}",
+                cfg.max_ms_limit
+            ));
+        }
+        let now = self.host.now_ns();
+        if !self.rate.allow(caller.uid, now, cfg.rate_per_s) {
+            return Err(format!(
+                "rate limit: at most {} boosts per second per user",
+                cfg.rate_per_s
+            ));
+        }
+        let progress = self
+            .host
+            .thread_progress(tid)
+            .map_err(|e| format!("cannot read thread {tid}: {e}"))?
+            .ok_or_else(|| format!("thread {tid} has exited"))?;
+        let until_ns = now + max_ms * 1_000_000;
+        let extended = match self.boosts.get_mut(&tid) {
+            Some(b) => {
+                b.until_ns = b.until_ns.max(until_ns);
+                true
+            }
+            None => {
+                self.boosts.insert(
+                    tid,
+                    ActiveBoost {
+                        pid: k.sample.pid,
+                        until_ns,
+                        run_at_start_ns: progress.run_ns,
+                    },
+                );
+                false
+            }
+        };
+        // Fast path: the boost group exists, so moving the thread into it is
+        // the whole boost; the eviction re-plan runs after the reply
+        // (`settle`). The first boost creates the group and pays for it.
+        if self.applied.groups.contains_key(plan::BOOST) {
+            if self
+                .applied
+                .group_of(tid)
+                .is_some_and(|g| g.kind == plan::GroupKind::Boost)
+            {
+                return Ok(BoostReply {
+                    tid,
+                    max_ms,
+                    extended,
+                    cpu: None,
+                });
+            }
+            let change = Change::Move {
+                tid,
+                pid: k.sample.pid,
+                group: plan::BOOST.to_string(),
+            };
+            match self.host.apply(&change) {
+                Ok(()) => {
+                    self.applied
+                        .placements
+                        .insert(tid, (k.sample.pid, plan::BOOST.to_string()));
+                    self.ensure_plan_thread(tid);
+                    self.pending_replan = true;
+                    return Ok(BoostReply {
+                        tid,
+                        max_ms,
+                        extended,
+                        cpu: None,
+                    });
+                }
+                Err(e) => {
+                    self.boosts.remove(&tid);
+                    return Err(format!("could not boost thread {tid}: {e}"));
+                }
+            }
+        }
+        self.ensure_plan_thread(tid);
+        let mut report = StepReport::default();
+        self.replan(&mut report);
+        self.last.errors.extend(report.errors.iter().cloned());
+        if self
+            .applied
+            .group_of(tid)
+            .is_none_or(|g| g.kind != plan::GroupKind::Boost)
+        {
+            self.boosts.remove(&tid);
+            return Err(format!(
+                "could not boost thread {tid}: {}",
+                report.errors.join("; ")
+            ));
+        }
+        let cpu = self
+            .applied
+            .group_of(tid)
+            .filter(|g| g.cpus.len() < self.topology.online.len())
+            .and_then(|g| g.cpus.first());
+        Ok(BoostReply {
+            tid,
+            max_ms,
+            extended,
+            cpu,
+        })
+    }
+
+    /// Runs the re-plan a fast boost left owed (eviction). The loop calls
+    /// it right after answering.
+    pub fn settle(&mut self) {
+        if std::mem::take(&mut self.pending_replan) {
+            let mut report = StepReport::default();
+            self.replan(&mut report);
+            self.last.errors.extend(report.errors);
+        }
+    }
+
+    /// Makes sure a boosted thread is among the threads the planner sees.
+    fn ensure_plan_thread(&mut self, tid: u32) {
+        let Some(k) = self.known.get(&tid) else {
+            return;
+        };
+        if !self.plan_threads.iter().any(|t| t.tid == tid) {
+            self.plan_threads.push(PlanThread {
+                tid,
+                pid: k.sample.pid,
+                class: k.class.unwrap_or(Class::Light),
+                peak: k.peak,
+                util: k.stats.map_or(0.0, |s| s.util),
+                cpu: k.sample.cpu,
+                boosted: true,
+            });
+        }
+    }
+
+    /// Ends a boost on request.
+    pub fn unboost(&mut self, tid: u32, caller: Caller) -> Result<(), String> {
+        let k = self.known.get(&tid);
+        if caller.uid != 0 && k.is_some_and(|k| k.sample.uid != caller.uid) {
+            return Err(format!(
+                "permission denied: thread {tid} belongs to another user"
+            ));
+        }
+        if self.boosts.remove(&tid).is_none() {
+            return Err(format!("thread {tid} is not boosted"));
+        }
+        let mut report = StepReport::default();
+        self.replan(&mut report);
+        Ok(())
+    }
+
+    /// Ends the boosts whose thread blocked after running, exited, or ran
+    /// past its cap; returns how many ended. Called every millisecond
+    /// while boosts are in force.
+    pub fn check_boosts(&mut self) -> usize {
+        let now = self.host.now_ns();
+        let mut ended = Vec::new();
+        for (&tid, b) in &self.boosts {
+            let done = match self.host.thread_progress(tid) {
+                Ok(None) => true,
+                Ok(Some(p)) => now >= b.until_ns || (p.sleeping && p.run_ns > b.run_at_start_ns),
+                Err(e) => e.is_gone() || now >= b.until_ns,
+            };
+            if done {
+                ended.push(tid);
+            }
+        }
+        for tid in &ended {
+            self.boosts.remove(tid);
+        }
+        if !ended.is_empty() {
+            let mut report = StepReport::default();
+            self.replan(&mut report);
+            self.last.errors.extend(report.errors);
+        }
+        ended.len()
     }
 
     /// Puts every thread back and removes corral's groups.
     pub fn shutdown(&mut self) -> Result<(), H::Error> {
+        self.boosts.clear();
         self.applied = Plan::default();
         self.host.restore()
     }

@@ -6,7 +6,7 @@
 //! are no locks. A stop message (from a signal handler, say) ends the loop.
 
 use crate::api::{parse_request, Command, Request, Response, PROTOCOL_VERSION};
-use crate::{Daemon, StepReport};
+use crate::{Caller, Daemon, StepReport};
 use corral_core::host::Host;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// A message to the control loop.
 pub enum Msg {
-    Request(Command, Sender<Response>),
+    Request(Command, Caller, Sender<Response>),
     Stop(String),
 }
 
@@ -62,7 +62,20 @@ pub fn listen(path: &Path, tx: Sender<Msg>) -> std::io::Result<SocketGuard> {
     })
 }
 
+/// Who is at the other end of the socket (SO_PEERCRED: the kernel's word,
+/// not the client's).
+fn peer(stream: &UnixStream) -> Option<Caller> {
+    let cred = rustix::net::sockopt::socket_peercred(stream).ok()?;
+    Some(Caller {
+        uid: cred.uid.as_raw(),
+        pid: cred.pid.as_raw_nonzero().get() as u32,
+    })
+}
+
 fn serve_client(stream: UnixStream, tx: Sender<Msg>) {
+    let Some(caller) = peer(&stream) else {
+        return;
+    };
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
@@ -76,7 +89,7 @@ fn serve_client(stream: UnixStream, tx: Sender<Msg>) {
             Err(e) => Response::error(e),
             Ok(cmd) => {
                 let (reply_tx, reply_rx) = std::sync::mpsc::channel();
-                if tx.send(Msg::Request(cmd, reply_tx)).is_err() {
+                if tx.send(Msg::Request(cmd, caller, reply_tx)).is_err() {
                     Response::error("the daemon is shutting down")
                 } else {
                     reply_rx
@@ -109,16 +122,39 @@ pub fn request(path: &Path, command: Command) -> std::io::Result<Response> {
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// Asks the daemon at `path` to boost `tid` (for clients such as a
+/// framework's input dispatcher); `Err` carries the daemon's reason.
+pub fn boost(path: &Path, tid: u32, max_ms: Option<u64>) -> Result<(), String> {
+    let r = request(path, Command::Boost { tid, max_ms })
+        .map_err(|e| format!("cannot reach the daemon at {}: {e}", path.display()))?;
+    if r.ok {
+        Ok(())
+    } else {
+        Err(r.error.unwrap_or_else(|| "refused".into()))
+    }
+}
+
 /// Answers one request from the daemon's state.
-pub fn answer<H: Host>(daemon: &mut Daemon<H>, cmd: Command) -> Response {
+pub fn answer<H: Host>(daemon: &mut Daemon<H>, cmd: Command, caller: Caller) -> Response {
     match cmd {
         Command::Status => Response::ok(daemon.status()),
         Command::Explain { tid } => match daemon.explain(tid) {
             Ok(e) => Response::ok(e),
             Err(e) => Response::error(e),
         },
+        Command::Boost { tid, max_ms } => match daemon.boost(tid, max_ms, caller) {
+            Ok(r) => Response::ok(r),
+            Err(e) => Response::error(e),
+        },
+        Command::Unboost { tid } => match daemon.unboost(tid, caller) {
+            Ok(()) => Response::ok(serde_json::json!({ "tid": tid })),
+            Err(e) => Response::error(e),
+        },
     }
 }
+
+/// How often boosted threads are looked at.
+const BOOST_POLL: Duration = Duration::from_millis(1);
 
 /// Why the loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,12 +188,28 @@ pub fn run<H: Host>(
             if now >= deadline {
                 break;
             }
-            match rx.recv_timeout(deadline - now) {
-                Ok(Msg::Request(cmd, reply)) => {
-                    let _ = reply.send(answer(daemon, cmd));
+            // While boosts are in force, look at the boosted threads every
+            // millisecond: a boost ends as soon as its thread blocks.
+            let wait = if daemon.has_boosts() {
+                (deadline - now).min(BOOST_POLL)
+            } else {
+                deadline - now
+            };
+            let msg = rx.recv_timeout(wait);
+            if daemon.has_boosts() {
+                daemon.check_boosts();
+            }
+            match msg {
+                Ok(Msg::Request(cmd, caller, reply)) => {
+                    let _ = reply.send(answer(daemon, cmd, caller));
+                    daemon.settle();
                 }
                 Ok(Msg::Stop(why)) => return Ok(Ended::Stopped(why)),
-                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                }
                 Err(RecvTimeoutError::Disconnected) => {
                     // No one can send any more: just keep time.
                     std::thread::sleep(deadline - now);

@@ -2,6 +2,7 @@
 //! failures and restore.
 
 use super::*;
+use corral_core::host::ThreadProgress;
 use corral_core::plan::GroupKind;
 use corral_core::sample::Snapshot;
 use corral_core::share::Level;
@@ -31,6 +32,7 @@ struct MockHost {
     applied: Vec<Change>,
     restored: bool,
     fail_moves_of: Option<u32>,
+    sleeping: Vec<u32>,
 }
 
 impl MockHost {
@@ -43,6 +45,7 @@ impl MockHost {
             applied: vec![],
             restored: false,
             fail_moves_of: None,
+            sleeping: vec![],
         }
     }
 }
@@ -108,6 +111,12 @@ impl Host for MockHost {
             }],
             1,
         )))
+    }
+    fn thread_progress(&mut self, tid: u32) -> Result<Option<ThreadProgress>, MockError> {
+        Ok(self.cum.get(&tid).map(|c| ThreadProgress {
+            sleeping: self.sleeping.contains(&tid),
+            run_ns: c.0,
+        }))
     }
     fn describe(&self) -> String {
         "mock".into()

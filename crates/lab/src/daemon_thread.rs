@@ -18,6 +18,7 @@ use std::time::Duration;
 /// A running daemon.
 pub struct DaemonThread {
     tx: Sender<Msg>,
+    _socket: Option<server::SocketGuard>,
     handle: JoinHandle<Result<(), String>>,
 }
 
@@ -29,8 +30,10 @@ impl DaemonThread {
         scope: Vec<PathBuf>,
         group_name: String,
         config: Config,
+        socket: Option<&std::path::Path>,
     ) -> std::io::Result<DaemonThread> {
         let (tx, rx) = mpsc::channel();
+        let guard = socket.map(|p| server::listen(p, tx.clone())).transpose()?;
         let (ready_tx, ready_rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("corral-daemon".into())
@@ -65,7 +68,11 @@ impl DaemonThread {
                 restored.map_err(|e| format!("restore failed: {e}"))
             })?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(DaemonThread { tx, handle }),
+            Ok(Ok(())) => Ok(DaemonThread {
+                tx,
+                _socket: guard,
+                handle,
+            }),
             Ok(Err(e)) => Err(std::io::Error::other(e)),
             Err(_) => Err(std::io::Error::other("the daemon thread died")),
         }
@@ -73,7 +80,11 @@ impl DaemonThread {
 
     fn ask(&self, cmd: Command) -> Option<serde_json::Value> {
         let (reply_tx, reply_rx) = mpsc::channel();
-        self.tx.send(Msg::Request(cmd, reply_tx)).ok()?;
+        let me = corral_daemon::Caller {
+            uid: rustix::process::geteuid().as_raw(),
+            pid: std::process::id(),
+        };
+        self.tx.send(Msg::Request(cmd, me, reply_tx)).ok()?;
         let r = reply_rx.recv_timeout(Duration::from_secs(10)).ok()?;
         r.result
     }

@@ -131,6 +131,7 @@ pub fn run(
                     vec![groups.root().to_path_buf()],
                     LabGroups::daemon_group_name(),
                     o.config.clone(),
+                    None,
                 )
                 .map_err(|e| format!("cannot start the daemon: {e}"))?,
             )

@@ -10,12 +10,15 @@
 //! - [`parallel`]: paper 003, fork-join Fibonacci over 1..P threads.
 //! - [`latency`]: paper 002, a periodic thread in a 52-share group beside hogs.
 //! - [`heavy`]: paper 000, a CPU-bound benchmark beside a background mix.
+//! - [`interactive`]: paper 001, an input handler beside hogs, boosted by
+//!   its dispatcher through corral's socket.
 //! - [`overhead`]: the daemon's own CPU and memory with a thousand threads.
 //! - [`work`]: the workload programs (`corral lab work …`).
 
 pub mod daemon_thread;
 pub mod groups;
 pub mod heavy;
+pub mod interactive;
 pub mod latency;
 pub mod overhead;
 pub mod parallel;

@@ -265,3 +265,83 @@ mod tests {
         assert!(bench_rate(Duration::from_millis(20)) > 0.0);
     }
 }
+
+/// The result of the interactive workload.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct InteractiveResult {
+    /// The input handler's TID.
+    pub handler_tid: u32,
+    /// Response time of each event (event sent → work done), ns.
+    pub response_ns: Vec<u64>,
+    /// Time each boost request took (call → reply), ns, when boosting.
+    pub boost_call_ns: Vec<u64>,
+    /// Boost requests that failed, and the first reason.
+    pub boost_errors: usize,
+    pub first_boost_error: Option<String>,
+    /// CPU work per event, ns.
+    pub te_ns: u64,
+}
+
+/// Paper 001's input path: a dispatcher thread delivers an event every
+/// `period` to an input-handler thread, which does `te` of CPU work per
+/// event. Before each event the dispatcher may call `before_event` with
+/// the handler's TID — the framework telling corral which thread handles
+/// the input. Response time is measured from the event's delivery to the
+/// end of its work, on the monotonic clock.
+pub fn interactive(
+    te: Duration,
+    period: Duration,
+    events: usize,
+    mut before_event: impl FnMut(u32) -> Result<(), String>,
+) -> Result<InteractiveResult, String> {
+    use std::sync::mpsc;
+    let (event_tx, event_rx) = mpsc::channel::<u64>();
+    let (done_tx, done_rx) = mpsc::channel::<(u64, u64)>();
+    let (tid_tx, tid_rx) = mpsc::channel::<u32>();
+    let te_ns = te.as_nanos() as u64;
+    let handler = std::thread::Builder::new()
+        .name("input-handler".into())
+        .spawn(move || {
+            let _ = tid_tx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32);
+            // Blocks between events: a voluntary sleep, as a real handler's.
+            while let Ok(sent) = event_rx.recv() {
+                burn_cpu(te_ns);
+                if done_tx.send((sent, mono_ns())).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    let handler_tid = tid_rx.recv().map_err(|e| e.to_string())?;
+    let mut out = InteractiveResult {
+        handler_tid,
+        te_ns,
+        ..Default::default()
+    };
+    let mut next = mono_ns() + period.as_nanos() as u64;
+    for _ in 0..events {
+        let ts = rustix::time::Timespec {
+            tv_sec: (next / 1_000_000_000) as i64,
+            tv_nsec: (next % 1_000_000_000) as i64,
+        };
+        let _ = rustix::thread::clock_nanosleep_absolute(rustix::time::ClockId::Monotonic, &ts);
+        let t = mono_ns();
+        // A failed boost must not stop the input: record it and go on.
+        if let Err(e) = before_event(handler_tid) {
+            out.boost_errors += 1;
+            out.first_boost_error.get_or_insert(e);
+        }
+        out.boost_call_ns.push(mono_ns() - t);
+        event_tx.send(mono_ns()).map_err(|e| e.to_string())?;
+        let (sent, done) = done_rx.recv().map_err(|e| e.to_string())?;
+        out.response_ns.push(done - sent);
+        next += period.as_nanos() as u64;
+        let now = mono_ns();
+        if now > next {
+            next = now + period.as_nanos() as u64 / 10;
+        }
+    }
+    drop(event_tx);
+    let _ = handler.join();
+    Ok(out)
+}

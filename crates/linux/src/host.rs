@@ -7,7 +7,7 @@ use crate::paths::HostPaths;
 use crate::placer::{Layout, Placer};
 use crate::sampler::{parse_stat, Sampler, Scope};
 use crate::sysfs;
-use corral_core::host::{Host, HostError};
+use corral_core::host::{Host, HostError, ThreadProgress};
 use corral_core::plan::Change;
 use corral_core::sample::Snapshot;
 use corral_core::share::{nice_to_weight, Level, NICE_0_WEIGHT};
@@ -127,6 +127,25 @@ impl Host for LinuxHost {
             return Ok(None);
         };
         share_levels(&self.paths, &mount, self.version_v1, tid)
+    }
+
+    fn thread_progress(&mut self, tid: u32) -> Result<Option<ThreadProgress>> {
+        let dir = self.paths.procfs.join(tid.to_string());
+        let Some(stat) = crate::fsutil::read_opt(&dir.join("stat"))? else {
+            return Ok(None);
+        };
+        let Some(st) = parse_stat(&stat) else {
+            return Ok(None);
+        };
+        let Some(sched) = crate::fsutil::read_opt(&dir.join("schedstat"))? else {
+            return Ok(None);
+        };
+        let run_ns = crate::sampler::parse_schedstat(sched.as_bytes()).map_or(0, |(r, _, _)| r);
+        // R is runnable or running; anything else (S, D, I, T, …) is not.
+        Ok(Some(ThreadProgress {
+            sleeping: st.state != 'R',
+            run_ns,
+        }))
     }
 
     fn describe(&self) -> String {

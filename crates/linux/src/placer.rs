@@ -140,9 +140,9 @@ pub struct Placer {
     created_root: bool,
     groups: BTreeSet<String>,
     /// The slice each group gives its members (ns), when it sets one.
-    slices: HashMap<String, u64>,
+    attrs: HashMap<String, (Option<i32>, Option<u64>)>,
     /// Threads whose slice corral changed, with their `sched_runtime` before.
-    old_slices: HashMap<u32, u64>,
+    old_attrs: HashMap<u32, (i32, u64)>,
     /// The slice a thread has when nobody set one (read from corral's own
     /// thread at start), so a default slice is restored as "default" (0)
     /// rather than pinned at today's value.
@@ -164,8 +164,8 @@ impl Placer {
             root_name: root_name.to_string(),
             created_root: false,
             groups: BTreeSet::new(),
-            slices: HashMap::new(),
-            old_slices: HashMap::new(),
+            attrs: HashMap::new(),
+            old_attrs: HashMap::new(),
             default_slice_ns: crate::sched::sched_getattr(0).map_or(0, |a| a.sched_runtime),
             origins: HashMap::new(),
             v2_members: HashMap::new(),
@@ -254,10 +254,12 @@ impl Placer {
             }
         }
         self.groups.insert(spec.name.clone());
-        match spec.slice_ns {
-            Some(ns) => self.slices.insert(spec.name.clone(), ns),
-            None => self.slices.remove(&spec.name),
-        };
+        if spec.slice_ns.is_some() || spec.nice.is_some() {
+            self.attrs
+                .insert(spec.name.clone(), (spec.nice, spec.slice_ns));
+        } else {
+            self.attrs.remove(&spec.name);
+        }
         Ok(())
     }
 
@@ -306,27 +308,47 @@ impl Placer {
             }
         }
         self.placed.insert(tid, (pid, group.to_string()));
-        match self.slices.get(group).copied() {
-            Some(ns) => self.set_slice(tid, ns),
-            None => self.restore_slice(tid),
+        match self.attrs.get(group).copied() {
+            Some((nice, slice)) => self.set_attrs(tid, nice, slice),
+            None => self.restore_attrs(tid),
         }
         Ok(true)
     }
 
-    /// Gives `tid` the EEVDF slice `ns`, remembering its own. Best effort:
-    /// a kernel before 6.12 ignores the slice of a fair thread, and a thread
-    /// that exited or left the fair class keeps what it has.
-    fn set_slice(&mut self, tid: u32, ns: u64) {
-        if let Ok(old) = crate::sched::set_fair_slice(tid, ns) {
-            self.old_slices.entry(tid).or_insert(old);
-        }
+    /// Gives `tid` a group's nice value and EEVDF slice, remembering its
+    /// own the first time. Best effort: a kernel before 6.12 ignores the
+    /// slice of a fair thread, and a thread that exited or left the fair
+    /// class keeps what it has.
+    fn set_attrs(&mut self, tid: u32, nice: Option<i32>, slice_ns: Option<u64>) {
+        let Ok(old) = crate::sched::sched_getattr(tid) else {
+            return;
+        };
+        let original = *self
+            .old_attrs
+            .entry(tid)
+            .or_insert((old.sched_nice, old.sched_runtime));
+        let own_slice = if original.1 == self.default_slice_ns {
+            0
+        } else {
+            original.1
+        };
+        let _ = crate::sched::set_fair_attr(
+            tid,
+            nice.unwrap_or(original.0),
+            slice_ns.unwrap_or(own_slice),
+        );
     }
 
-    /// Gives `tid` back the slice it had before corral changed it.
-    fn restore_slice(&mut self, tid: u32) {
-        if let Some(old) = self.old_slices.remove(&tid) {
-            let ns = if old == self.default_slice_ns { 0 } else { old };
-            let _ = crate::sched::set_fair_slice(tid, ns);
+    /// Gives `tid` back the nice value and slice it had before corral
+    /// changed them.
+    fn restore_attrs(&mut self, tid: u32) {
+        if let Some((nice, slice)) = self.old_attrs.remove(&tid) {
+            let slice = if slice == self.default_slice_ns {
+                0
+            } else {
+                slice
+            };
+            let _ = crate::sched::set_fair_attr(tid, nice, slice);
         }
     }
 
@@ -335,7 +357,7 @@ impl Placer {
         let Some((pid, _)) = self.placed.remove(&tid) else {
             return Ok(());
         };
-        self.restore_slice(tid);
+        self.restore_attrs(tid);
         match self.layout.clone() {
             Layout::V1 { cpu, cpuset } => {
                 if let Some(origin) = self.origins.remove(&tid) {
@@ -589,6 +611,7 @@ mod tests {
             cpus: CpuSet::parse(cpus).unwrap(),
             shares,
             slice_ns: None,
+            nice: None,
         }
     }
 

@@ -101,13 +101,14 @@ pub fn sched_setattr(tid: u32, attr: &SchedAttr) -> Result<()> {
     Ok(())
 }
 
-/// Sets the EEVDF slice of a SCHED_OTHER/BATCH thread, keeping its policy
-/// and nice (0 restores the default slice). Returns the previous
-/// `sched_runtime`. A shorter slice gives an earlier virtual deadline
-/// (deadline = vruntime + slice / weight) and, with the PREEMPT_SHORT
-/// feature, lets the thread preempt a running one whose slice is longer
-/// on wake-up instead of waiting for it to finish its protected slice.
-pub fn set_fair_slice(tid: u32, slice_ns: u64) -> Result<u64> {
+/// Sets the nice value and EEVDF slice of a SCHED_OTHER/BATCH thread in
+/// one `sched_setattr(2)`, keeping its policy (a slice of 0 restores the
+/// default). A shorter slice gives an earlier virtual deadline (deadline =
+/// vruntime + slice / weight) and, with the PREEMPT_SHORT feature, lets
+/// the thread preempt a running one whose slice is longer on wake-up
+/// instead of waiting for it to finish its protected slice. Returns the
+/// previous nice value and `sched_runtime`.
+pub fn set_fair_attr(tid: u32, nice: i32, slice_ns: u64) -> Result<(i32, u64)> {
     let old = sched_getattr(tid)?;
     if !matches!(
         old.sched_policy as i32,
@@ -119,6 +120,7 @@ pub fn set_fair_slice(tid: u32, slice_ns: u64) -> Result<u64> {
         });
     }
     let new = SchedAttr {
+        sched_nice: nice.clamp(-20, 19),
         sched_runtime: if slice_ns == 0 {
             0
         } else {
@@ -130,5 +132,12 @@ pub fn set_fair_slice(tid: u32, slice_ns: u64) -> Result<u64> {
         ..old
     };
     sched_setattr(tid, &new)?;
-    Ok(old.sched_runtime)
+    Ok((old.sched_nice, old.sched_runtime))
+}
+
+/// Sets only the EEVDF slice (see [`set_fair_attr`]), keeping the nice
+/// value; returns the previous `sched_runtime`.
+pub fn set_fair_slice(tid: u32, slice_ns: u64) -> Result<u64> {
+    let nice = sched_getattr(tid)?.sched_nice;
+    set_fair_attr(tid, nice, slice_ns).map(|(_, old)| old)
 }

@@ -59,7 +59,9 @@ pub fn parallel(paths: &HostPaths, args: &ParallelArgs) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-use crate::args::{HeavyArgs, LabDaemonArgs, LatencyArgs, OverheadArgs, WorkCommand};
+use crate::args::{
+    HeavyArgs, InteractiveArgs, LabDaemonArgs, LatencyArgs, OverheadArgs, WorkCommand,
+};
 use anyhow::bail;
 use corral_lab::{heavy, latency, work};
 use corral_linux::cgroup::CgroupMounts;
@@ -330,6 +332,25 @@ pub fn work(w: WorkCommand) -> anyhow::Result<ExitCode> {
         }
         WorkCommand::Hog => work::hog(),
         WorkCommand::Sleepers { threads } => work::sleepers(threads),
+        WorkCommand::Interactive {
+            te_ms,
+            period_ms,
+            events,
+            boost_socket,
+            boost_max_ms,
+        } => {
+            let r = work::interactive(
+                Duration::from_secs_f64(te_ms / 1000.0),
+                Duration::from_millis(period_ms),
+                events,
+                |tid| match &boost_socket {
+                    None => Ok(()),
+                    Some(sock) => corral_daemon::server::boost(sock, tid, boost_max_ms),
+                },
+            )
+            .map_err(anyhow::Error::msg)?;
+            println!("{}", serde_json::to_string(&r)?);
+        }
         WorkCommand::Bench { ops } => println!("{}", serde_json::to_string(&work::bench(ops))?),
     }
     Ok(ExitCode::SUCCESS)
@@ -368,5 +389,74 @@ pub fn overhead(paths: &HostPaths, args: &OverheadArgs) -> anyhow::Result<ExitCo
         r.peak_rss_mb,
         r.threads_sampled.map_or("?".into(), |n| n.to_string())
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn interactive(paths: &HostPaths, args: &InteractiveArgs) -> anyhow::Result<ExitCode> {
+    let (config, layout) = lab_setup(paths, &args.daemon)?;
+    let opts = corral_lab::interactive::Options {
+        events: args.events as usize,
+        config,
+        ..Default::default()
+    };
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let reports = repeat(args.daemon.runs, || {
+        corral_lab::interactive::run(&exe, paths, &layout, &opts, progress)
+    })?;
+    if args.daemon.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let r0 = &reports[0];
+    println!(
+        "paper 001: T_E = {} ms every {} ms, {} nice-0 hogs on the CPUs; daemon every {} ms",
+        r0.te_ms, r0.period_ms, r0.hogs, r0.interval_ms
+    );
+    let mut t = Table::new(&[
+        "RUN",
+        "VARIANT",
+        "EVENTS",
+        "P50 (ms)",
+        "P90 (ms)",
+        "P99 (ms)",
+        "MAX (ms)",
+        "P50/T_E",
+        "P99/T_E",
+        "VS BASELINE",
+        "BOOST CALL P50/MAX (ms)",
+        "ERRORS",
+    ]);
+    for (i, r) in reports.iter().enumerate() {
+        for v in &r.variants {
+            t.row(vec![
+                (i + 1).to_string(),
+                v.name.clone(),
+                v.events.to_string(),
+                format!("{:.1}", v.p50_ms),
+                format!("{:.1}", v.p90_ms),
+                format!("{:.1}", v.p99_ms),
+                format!("{:.1}", v.max_ms),
+                format!("{:.2}", v.p50_over_te),
+                format!("{:.2}", v.p99_over_te),
+                r.change_vs_baseline(&v.name)
+                    .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
+                match (v.boost_call_p50_ms, v.boost_call_max_ms) {
+                    (Some(a), Some(b)) => format!("{a:.2}/{b:.2}"),
+                    _ => "-".into(),
+                },
+                if v.boost_errors > 0 {
+                    format!(
+                        "{} ({})",
+                        v.boost_errors,
+                        v.first_boost_error.clone().unwrap_or_default()
+                    )
+                } else {
+                    "0".into()
+                },
+            ]);
+        }
+    }
+    print!("{}", t.render());
+    println!("paper 001 (p50 vs baseline): boost -22 %, boost + balancing -43.31 %");
     Ok(ExitCode::SUCCESS)
 }

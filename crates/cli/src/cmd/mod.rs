@@ -20,12 +20,15 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&paths, &args),
         Command::Status(args) => status::status(&args),
         Command::Explain(args) => status::explain(&args),
+        Command::Boost(args) => status::boost(&args),
+        Command::Unboost(args) => status::unboost(&args),
         Command::Config(ConfigCommand::Default) => config::default(),
         Command::Config(ConfigCommand::Check { file }) => config::check(&file),
         Command::Lab(LabCommand::Parallel(args)) => lab::parallel(&paths, &args),
         Command::Lab(LabCommand::LatencyCritical(args)) => lab::latency(&paths, &args),
         Command::Lab(LabCommand::Heavy(args)) => lab::heavy(&paths, &args),
         Command::Lab(LabCommand::Overhead(args)) => lab::overhead(&paths, &args),
+        Command::Lab(LabCommand::Interactive(args)) => lab::interactive(&paths, &args),
         Command::Lab(LabCommand::Work(w)) => lab::work(w),
     }
 }

@@ -1,6 +1,6 @@
 //! `corral status` and `corral explain`: clients of the daemon's socket.
 
-use crate::args::{ExplainArgs, StatusArgs};
+use crate::args::{BoostArgs, ExplainArgs, StatusArgs, UnboostArgs};
 use crate::table::Table;
 use anyhow::{bail, Context};
 use corral_daemon::api::{Command, Explain, Status};
@@ -133,5 +133,32 @@ pub fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         e.share_cpus,
         if chain.is_empty() { "1".into() } else { chain.join(" x ") }
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn boost(args: &BoostArgs) -> anyhow::Result<ExitCode> {
+    let v = ask(
+        &args.socket,
+        Command::Boost {
+            tid: args.tid,
+            max_ms: args.max_ms,
+        },
+    )?;
+    let r: corral_daemon::api::BoostReply =
+        serde_json::from_value(v).context("unexpected answer from the daemon")?;
+    println!(
+        "thread {} boosted for at most {} ms{}{}",
+        r.tid,
+        r.max_ms,
+        if r.extended { " (extended)" } else { "" },
+        r.cpu
+            .map_or(String::new(), |c| format!(", CPU {c} to itself"))
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn unboost(args: &UnboostArgs) -> anyhow::Result<ExitCode> {
+    ask(&args.socket, Command::Unboost { tid: args.tid })?;
+    println!("thread {} unboosted", args.tid);
     Ok(ExitCode::SUCCESS)
 }

@@ -229,6 +229,14 @@ pub enum LabCommand {
     /// time alone, baseline, boosted by its dispatcher, and boosted with
     /// hog eviction. Needs root; creates and removes its own cgroups.
     Interactive(InteractiveArgs),
+    /// How fast a boost takes effect: N boost requests, each timed from the
+    /// request to the reply the daemon sends once the thread is raised.
+    BoostLatency {
+        #[arg(long, value_name = "N", default_value_t = 1000)]
+        requests: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// The daemon's own cost: CPU and memory with many sleeping threads and
     /// some hogs in scope (a benchmark). Needs root.
     Overhead(OverheadArgs),

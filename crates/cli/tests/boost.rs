@@ -114,10 +114,6 @@ impl Lab {
             .output()
             .unwrap()
     }
-
-    fn boost_dir(&self) -> PathBuf {
-        self.mounts.0.join(&self.daemon_name).join("boost")
-    }
 }
 
 impl Drop for Lab {

@@ -248,3 +248,71 @@ fn socket_serves_status_and_explain() {
     let (tx2, _rx2) = std::sync::mpsc::channel();
     assert!(server::listen(&path, tx2).is_err());
 }
+
+fn root() -> Caller {
+    Caller { uid: 0, pid: 1 }
+}
+
+#[test]
+fn boost_moves_evicts_and_ends_when_the_thread_blocks_after_running() {
+    // A hog, a light thread, and an input handler (tid 3).
+    let mut d = daemon("0-3", vec![(1, 0.95, 1), (2, 0.05, 2), (3, 0.05, 5)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    let r = d.boost(3, Some(200), root()).unwrap();
+    assert!(!r.extended);
+    assert_eq!(r.max_ms, 200);
+    let g = d.plan().group_of(3).unwrap();
+    assert_eq!(g.kind, corral_core::plan::GroupKind::Boost);
+    assert_eq!(g.nice, Some(-20));
+    // Eviction: no other group keeps the boosted thread's CPU (it runs on 3).
+    assert_eq!(g.cpus.to_string(), "3");
+    for other in d.plan().groups.values().filter(|o| o.name != g.name) {
+        assert!(!other.cpus.contains(3), "{} still on CPU 3", other.name);
+    }
+    // Boosting again extends it.
+    assert!(d.boost(3, Some(200), root()).unwrap().extended);
+    // It has not run yet: asleep, same CPU time -> still boosted.
+    d.host_mut().sleeping = vec![3];
+    assert_eq!(d.check_boosts(), 0);
+    // It runs, then blocks: the boost ends at the next check.
+    d.host_mut().cum.get_mut(&3).unwrap().0 += 1_000_000;
+    assert_eq!(d.check_boosts(), 1);
+    assert!(!d.has_boosts());
+    assert_ne!(d.plan().group_of(3).unwrap().kind, corral_core::plan::GroupKind::Boost);
+}
+
+#[test]
+fn boost_ends_at_its_cap_and_checks_callers() {
+    let mut d = daemon("0-1", vec![(1, 0.95, 1), (3, 0.05, 5)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    // Another user may not boost root's thread (the mock's threads are uid 0).
+    let err = d.boost(3, None, Caller { uid: 1000, pid: 9 }).unwrap_err();
+    assert!(err.contains("permission denied"), "{err}");
+    assert!(d.boost(99, None, root()).unwrap_err().contains("not in corral's scope"));
+    assert!(d.boost(3, Some(0), root()).unwrap_err().contains("max_ms"));
+    assert!(d.boost(3, Some(999_999), root()).unwrap_err().contains("max_ms"));
+    d.boost(3, Some(50), root()).unwrap();
+    // A spinning thread never blocks; 50 ms later the cap ends it.
+    d.host_mut().now += 49_000_000;
+    assert_eq!(d.check_boosts(), 0);
+    d.host_mut().now += 2_000_000;
+    assert_eq!(d.check_boosts(), 1);
+    assert!(d.unboost(3, root()).unwrap_err().contains("not boosted"));
+}
+
+#[test]
+fn boost_rate_is_limited_per_user() {
+    let mut cfg = Config::default();
+    cfg.boost.rate_per_s = 3;
+    let mut d = Daemon::new(MockHost::new("0-1", vec![(3, 0.05, 5)]), cfg).unwrap();
+    d.step().unwrap();
+    d.step().unwrap();
+    for _ in 0..3 {
+        d.boost(3, None, root()).unwrap();
+    }
+    assert!(d.boost(3, None, root()).unwrap_err().contains("rate limit"));
+    d.host_mut().now += 1_000_000_000;
+    d.boost(3, None, root()).unwrap();
+}

@@ -12,9 +12,11 @@
 //! - [`heavy`]: paper 000, a CPU-bound benchmark beside a background mix.
 //! - [`interactive`]: paper 001, an input handler beside hogs, boosted by
 //!   its dispatcher through corral's socket.
+//! - [`boost_bench`]: how fast a boost request takes effect.
 //! - [`overhead`]: the daemon's own CPU and memory with a thousand threads.
 //! - [`work`]: the workload programs (`corral lab work …`).
 
+pub mod boost_bench;
 pub mod daemon_thread;
 pub mod groups;
 pub mod heavy;

@@ -460,3 +460,24 @@ pub fn interactive(paths: &HostPaths, args: &InteractiveArgs) -> anyhow::Result<
     println!("paper 001 (p50 vs baseline): boost -22 %, boost + balancing -43.31 %");
     Ok(ExitCode::SUCCESS)
 }
+
+pub fn boost_latency(paths: &HostPaths, requests: usize, json: bool) -> anyhow::Result<ExitCode> {
+    let d = LabDaemonArgs {
+        interval: 250,
+        config: None,
+        runs: 1,
+        json,
+    };
+    let (_, layout) = lab_setup(paths, &d)?;
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let r = corral_lab::boost_bench::run(&exe, paths, &layout, requests, progress).map_err(anyhow::Error::msg)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} boost requests: request -> thread raised -> reply p50 {:.0} us, p99 {:.0} us, max {:.0} us (first, creating the group: {:.0} us); not applied after the reply: {}; errors: {}",
+        r.requests, r.p50_us, r.p99_us, r.max_us, r.first_us, r.not_applied, r.errors
+    );
+    Ok(ExitCode::SUCCESS)
+}

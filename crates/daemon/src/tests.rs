@@ -279,7 +279,10 @@ fn boost_moves_evicts_and_ends_when_the_thread_blocks_after_running() {
     d.host_mut().cum.get_mut(&3).unwrap().0 += 1_000_000;
     assert_eq!(d.check_boosts(), 1);
     assert!(!d.has_boosts());
-    assert_ne!(d.plan().group_of(3).unwrap().kind, corral_core::plan::GroupKind::Boost);
+    assert_ne!(
+        d.plan().group_of(3).unwrap().kind,
+        corral_core::plan::GroupKind::Boost
+    );
 }
 
 #[test]
@@ -290,9 +293,15 @@ fn boost_ends_at_its_cap_and_checks_callers() {
     // Another user may not boost root's thread (the mock's threads are uid 0).
     let err = d.boost(3, None, Caller { uid: 1000, pid: 9 }).unwrap_err();
     assert!(err.contains("permission denied"), "{err}");
-    assert!(d.boost(99, None, root()).unwrap_err().contains("not in corral's scope"));
+    assert!(d
+        .boost(99, None, root())
+        .unwrap_err()
+        .contains("not in corral's scope"));
     assert!(d.boost(3, Some(0), root()).unwrap_err().contains("max_ms"));
-    assert!(d.boost(3, Some(999_999), root()).unwrap_err().contains("max_ms"));
+    assert!(d
+        .boost(3, Some(999_999), root())
+        .unwrap_err()
+        .contains("max_ms"));
     d.boost(3, Some(50), root()).unwrap();
     // A spinning thread never blocks; 50 ms later the cap ends it.
     d.host_mut().now += 49_000_000;

@@ -28,7 +28,13 @@ pub struct Report {
     pub errors: usize,
 }
 
-pub fn run(exe: &Path, paths: &HostPaths, layout: &Layout, requests: usize, mut progress: impl FnMut(&str)) -> Result<Report, String> {
+pub fn run(
+    exe: &Path,
+    paths: &HostPaths,
+    layout: &Layout,
+    requests: usize,
+    mut progress: impl FnMut(&str),
+) -> Result<Report, String> {
     let mut groups = LabGroups::for_experiment(layout)?;
     let g = groups.group("work", 1024).map_err(|e| e.to_string())?;
     let mut c = Command::new(exe);
@@ -58,13 +64,20 @@ pub fn run(exe: &Path, paths: &HostPaths, layout: &Layout, requests: usize, mut 
         match r {
             Ok(()) => {
                 times.push(dt.as_nanos() as u64);
-                if corral_linux::sched::sched_getattr(pid).ok().map(|a| a.sched_nice) != Some(nice_boost) {
+                if corral_linux::sched::sched_getattr(pid)
+                    .ok()
+                    .map(|a| a.sched_nice)
+                    != Some(nice_boost)
+                {
                     not_applied += 1;
                 }
             }
             Err(_) => errors += 1,
         }
-        let _ = corral_daemon::server::request(&socket, corral_daemon::api::Command::Unboost { tid: pid });
+        let _ = corral_daemon::server::request(
+            &socket,
+            corral_daemon::api::Command::Unboost { tid: pid },
+        );
     }
     let stopped = daemon.stop();
     groups.cleanup();

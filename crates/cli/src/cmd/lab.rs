@@ -470,7 +470,8 @@ pub fn boost_latency(paths: &HostPaths, requests: usize, json: bool) -> anyhow::
     };
     let (_, layout) = lab_setup(paths, &d)?;
     let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let r = corral_lab::boost_bench::run(&exe, paths, &layout, requests, progress).map_err(anyhow::Error::msg)?;
+    let r = corral_lab::boost_bench::run(&exe, paths, &layout, requests, progress)
+        .map_err(anyhow::Error::msg)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);

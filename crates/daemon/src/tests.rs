@@ -325,3 +325,45 @@ fn boost_rate_is_limited_per_user() {
     d.host_mut().now += 1_000_000_000;
     d.boost(3, None, root()).unwrap();
 }
+
+#[test]
+fn two_boosts_at_once_each_get_a_cpu_and_one_stays_for_the_rest() {
+    let mut d = daemon(
+        "0-2",
+        vec![(1, 0.95, 1), (2, 0.05, 2), (3, 0.05, 5), (4, 0.05, 5)],
+    );
+    d.step().unwrap();
+    d.step().unwrap();
+    d.boost(3, None, root()).unwrap();
+    d.boost(4, None, root()).unwrap();
+    d.settle();
+    let boost = d.plan().group_of(3).unwrap().clone();
+    assert_eq!(d.plan().group_of(4).unwrap().name, boost.name);
+    assert_eq!(
+        boost.cpus.len(),
+        2,
+        "two boosted threads, two reserved CPUs"
+    );
+    let rest: Vec<_> = d
+        .plan()
+        .groups
+        .values()
+        .filter(|g| g.name != boost.name && d.plan().placements.values().any(|(_, n)| *n == g.name))
+        .collect();
+    assert!(!rest.is_empty());
+    for g in rest {
+        assert!(
+            g.cpus.intersection(&boost.cpus).is_empty(),
+            "{} shares a boosted CPU",
+            g.name
+        );
+        assert!(!g.cpus.is_empty());
+    }
+    // Ending one keeps the other.
+    d.unboost(3, root()).unwrap();
+    assert!(d.has_boosts());
+    assert_eq!(
+        d.plan().group_of(4).unwrap().kind,
+        corral_core::plan::GroupKind::Boost
+    );
+}

@@ -13,6 +13,13 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_corral");
 
+/// Live tests start CPU hogs and time reactions: run them one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn v1_mounts(test: &str) -> Option<(PathBuf, PathBuf)> {
     if !rustix::process::geteuid().is_root() {
         eprintln!("SKIP {test}: needs root");
@@ -183,6 +190,7 @@ fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration>
 
 #[test]
 fn privileged_a_spinning_boosted_thread_is_unboosted_at_max_ms_and_hogs_get_their_affinity_back() {
+    let _serial = serial();
     let test = "privileged_a_spinning_boosted_thread_is_unboosted_at_max_ms_and_hogs_get_their_affinity_back";
     let Some(mounts) = v1_mounts(test) else {
         return;
@@ -237,6 +245,7 @@ fn privileged_a_spinning_boosted_thread_is_unboosted_at_max_ms_and_hogs_get_thei
 
 #[test]
 fn privileged_a_boosted_thread_that_sleeps_is_restored_within_a_few_ms() {
+    let _serial = serial();
     let test = "privileged_a_boosted_thread_that_sleeps_is_restored_within_a_few_ms";
     let Some(mounts) = v1_mounts(test) else {
         return;
@@ -306,6 +315,7 @@ fn privileged_a_boosted_thread_that_sleeps_is_restored_within_a_few_ms() {
 
 #[test]
 fn privileged_a_client_killed_mid_boost_leaves_nothing_behind() {
+    let _serial = serial();
     let test = "privileged_a_client_killed_mid_boost_leaves_nothing_behind";
     let Some(mounts) = v1_mounts(test) else {
         return;
@@ -346,6 +356,7 @@ fn privileged_a_client_killed_mid_boost_leaves_nothing_behind() {
 
 #[test]
 fn privileged_nobody_cannot_boost_a_root_thread() {
+    let _serial = serial();
     let test = "privileged_nobody_cannot_boost_a_root_thread";
     let Some(mounts) = v1_mounts(test) else {
         return;
@@ -382,6 +393,7 @@ fn privileged_nobody_cannot_boost_a_root_thread() {
 
 #[test]
 fn privileged_the_c_example_compiles_and_boosts() {
+    let _serial = serial();
     let test = "privileged_the_c_example_compiles_and_boosts";
     let Some(mounts) = v1_mounts(test) else {
         return;

@@ -14,6 +14,13 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_corral");
 
+/// Live tests start CPU hogs and time reactions: run them one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The v1 cpu and cpuset mounts, or a reason to skip.
 fn v1_layout(test: &str) -> Option<(PathBuf, PathBuf)> {
     if !rustix::process::geteuid().is_root() {
@@ -167,6 +174,7 @@ fn status(socket: &Path) -> Option<serde_json::Value> {
 
 #[test]
 fn privileged_sigterm_puts_every_thread_back_and_removes_the_groups() {
+    let _serial = serial();
     let test = "privileged_sigterm_puts_every_thread_back_and_removes_the_groups";
     let Some(mounts) = v1_layout(test) else {
         return;
@@ -270,6 +278,7 @@ fn top_level(mount: &Path, ours: &str) -> Vec<String> {
 
 #[test]
 fn privileged_dry_run_leaves_the_cgroup_trees_byte_identical() {
+    let _serial = serial();
     let test = "privileged_dry_run_leaves_the_cgroup_trees_byte_identical";
     let Some(mounts) = v1_layout(test) else {
         return;

@@ -1,13 +1,25 @@
 //! corral's scheduler simulator (issue 5, under construction).
 //!
-//! What exists: the workload front end — [`rtapp::parse`] reads rt-app's
-//! JSON (order-preserving, duplicate keys kept, comments allowed, see
-//! [`json`]) into a [`rtapp::Workload`] and refuses anything it does not
-//! model, naming the file, line, task and key. The engine, the platform
-//! and the kernel models come next.
+//! - [`engine`]: deterministic discrete events (integer ns, ties broken by
+//!   scheduling order) and the seeded generator.
+//! - [`rtapp`]: rt-app's JSON (order-preserving, duplicate keys kept,
+//!   comments allowed, see [`json`]) into a [`rtapp::Workload`]; anything
+//!   it does not model is refused naming the file, line, task and key.
+//! - [`kernel`]: the [`kernel::SchedClass`] hooks, shaped like the
+//!   kernel's `struct sched_class`.
+//! - [`cfs`]: CFS of Linux 2.6.32–3.0 (flat run queues so far).
+//! - [`machine`]: CPUs with capacities running rt-app threads under a
+//!   kernel model, with per-thread figures.
+//!
+//! Still to come: group scheduling and bandwidth, periodic balancing,
+//! hot-plug, EEVDF, the RT class, traces, the CLI.
 //!
 //! **Architecture invariant:** the simulator never reads the wall clock;
 //! simulated time is integer nanoseconds.
 
+pub mod cfs;
+pub mod engine;
 pub mod json;
+pub mod kernel;
+pub mod machine;
 pub mod rtapp;

@@ -1,0 +1,39 @@
+//! The interface a kernel model implements, shaped like the kernel's
+//! `struct sched_class` (kernel/sched/sched.h) so that a reader of
+//! kernel/sched/ recognises each hook. The machine ([`crate::machine`])
+//! calls them exactly where the kernel's core would.
+
+use crate::engine::Ns;
+
+/// A simulated thread's index.
+pub type TaskId = usize;
+
+pub trait SchedClass {
+    /// The model's name, for reports.
+    fn name(&self) -> &'static str;
+    /// Sets a task's nice value (its load weight).
+    fn set_nice(&mut self, t: TaskId, nice: i32);
+    /// Charges the running task of `cpu` for the time since it was last
+    /// accounted (`update_curr`).
+    fn update_curr(&mut self, cpu: usize, now: Ns);
+    /// Puts a runnable task on `cpu`'s run queue (`enqueue_task`);
+    /// `wakeup` when it comes back from sleeping.
+    fn enqueue(&mut self, cpu: usize, t: TaskId, wakeup: bool, now: Ns);
+    /// Takes a task off `cpu`'s run queue, running or not (`dequeue_task`).
+    fn dequeue(&mut self, cpu: usize, t: TaskId, now: Ns);
+    /// Chooses the next task to run on `cpu` and makes it current
+    /// (`pick_next_task`).
+    fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId>;
+    /// The current task stops running but stays runnable (`put_prev_task`).
+    fn put_prev(&mut self, cpu: usize, t: TaskId, now: Ns);
+    /// The periodic tick (`task_tick`); true when curr must be preempted.
+    fn tick(&mut self, cpu: usize, now: Ns) -> bool;
+    /// A task woke on `cpu`: should it preempt curr (`check_preempt_curr`)?
+    fn check_preempt_wakeup(&mut self, cpu: usize, woken: TaskId, now: Ns) -> bool;
+    /// Where a waking task goes (`select_task_rq`), among `allowed` CPUs.
+    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize;
+    /// Tasks on `cpu`'s run queue, curr included.
+    fn nr_running(&self, cpu: usize) -> usize;
+    /// The task running on `cpu`.
+    fn curr(&self, cpu: usize) -> Option<TaskId>;
+}

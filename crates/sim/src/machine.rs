@@ -1,0 +1,624 @@
+//! The simulated machine: CPUs with capacities, rt-app threads executing
+//! their events, and a kernel model deciding who runs.
+//!
+//! The machine plays the kernel's core (kernel/sched/core.c): it wakes and
+//! blocks tasks, calls the model's hooks at the same points `try_to_wake_up`,
+//! `schedule()` and `scheduler_tick()` do, and keeps the books. A `run` of
+//! `w` µs takes `w · 1024 / capacity` µs of wall time on a CPU (rt-app's
+//! `run` scales with capacity; `runtime` does not).
+//!
+//! Not yet modelled (issue 5 continues): group scheduling (`taskgroup`),
+//! the RT class, periodic load balancing, hot-plug, EEVDF.
+
+use crate::engine::{Ns, Queue};
+use crate::kernel::{SchedClass, TaskId};
+use crate::rtapp::{Event, Policy, TimerMode, Workload};
+use std::collections::{HashMap, VecDeque};
+
+/// The CPUs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Platform {
+    /// Capacity of each CPU, 1–1024.
+    pub capacities: Vec<u32>,
+    /// Timer interrupts per second (CONFIG_HZ).
+    pub hz: u32,
+}
+
+impl Platform {
+    /// `n` CPUs of capacity 1024 at HZ 250, as on this machine.
+    pub fn uniform(n: usize) -> Platform {
+        Platform {
+            capacities: vec![1024; n],
+            hz: 250,
+        }
+    }
+}
+
+/// What the machine measured of one thread.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskStats {
+    pub name: String,
+    pub cpu_ns: Ns,
+    pub wakeups: u64,
+    /// Wake-up latency of each wake-up (woken → running), ns.
+    pub wakeup_latency_ns: Vec<Ns>,
+    pub migrations: u64,
+    pub preemptions: u64,
+    pub switches: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Runnable,
+    Running,
+    Blocked,
+    Exited,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Start(TaskId),
+    Tick(usize),
+    RunDone(TaskId, u64),
+    Wake(TaskId, u64),
+}
+
+#[derive(Debug, Clone)]
+struct Task {
+    spec: usize,
+    state: State,
+    cpu: usize,
+    allowed: Vec<usize>,
+    /// Loops of the whole program left (−1: for ever).
+    loops_left: i64,
+    phase: usize,
+    phase_loops_left: i64,
+    event: usize,
+    /// Work left in the current run event, ns at capacity 1024 (or CPU ns
+    /// for `runtime`).
+    remaining: Ns,
+    scaled: bool,
+    run_start: Ns,
+    /// Bumped whenever a scheduled RunDone or Wake becomes stale.
+    gen: u64,
+    woke_at: Option<Ns>,
+    /// A mutex to take before going on (after a `wait` was signalled).
+    relock: Option<String>,
+    stats: TaskStats,
+}
+
+#[derive(Debug, Default)]
+struct Mutex {
+    owner: Option<TaskId>,
+    waiters: VecDeque<TaskId>,
+}
+
+/// A machine running a workload under kernel model `K`.
+pub struct Machine<K: SchedClass> {
+    q: Queue<Ev>,
+    k: K,
+    platform: Platform,
+    work: Workload,
+    tasks: Vec<Task>,
+    timers: HashMap<(Option<TaskId>, String), Ns>,
+    mutexes: HashMap<String, Mutex>,
+    conds: HashMap<String, VecDeque<(TaskId, String)>>,
+    suspended: HashMap<String, Vec<TaskId>>,
+    barriers: HashMap<String, (usize, Vec<TaskId>)>,
+}
+
+impl<K: SchedClass> Machine<K> {
+    /// Builds the machine; refuses what is not modelled yet.
+    pub fn new(platform: Platform, work: Workload, mut k: K) -> Result<Machine<K>, String> {
+        let ncpus = platform.capacities.len();
+        if ncpus == 0 {
+            return Err("a platform needs at least one CPU".into());
+        }
+        let mut tasks = Vec::new();
+        let mut barrier_users: HashMap<String, usize> = HashMap::new();
+        for (spec, t) in work.tasks.iter().enumerate() {
+            if t.policy.is_rt() {
+                return Err(format!(
+                    "task {:?}: the RT class is not modelled yet",
+                    t.name
+                ));
+            }
+            if t.taskgroup.is_some() {
+                return Err(format!(
+                    "task {:?}: group scheduling is not modelled yet",
+                    t.name
+                ));
+            }
+            let allowed: Vec<usize> = match &t.cpus {
+                Some(c) => c
+                    .iter()
+                    .map(|&c| c as usize)
+                    .filter(|&c| c < ncpus)
+                    .collect(),
+                None => (0..ncpus).collect(),
+            };
+            if allowed.is_empty() {
+                return Err(format!("task {:?}: none of its CPUs exist", t.name));
+            }
+            for p in &t.phases {
+                for e in &p.events {
+                    if let Event::Barrier(b) = e {
+                        *barrier_users.entry(b.clone()).or_default() += t.instances as usize;
+                    }
+                }
+            }
+            for instance in 0..t.instances {
+                let id = tasks.len();
+                let nice = if t.policy == Policy::Idle {
+                    19
+                } else {
+                    t.priority
+                };
+                k.set_nice(id, nice);
+                tasks.push(Task {
+                    spec,
+                    state: State::Blocked,
+                    cpu: allowed[id % allowed.len()],
+                    allowed: allowed.clone(),
+                    loops_left: t.loops,
+                    phase: 0,
+                    phase_loops_left: t.phases[0].loops,
+                    event: 0,
+                    remaining: 0,
+                    scaled: true,
+                    run_start: 0,
+                    gen: 0,
+                    woke_at: None,
+                    relock: None,
+                    stats: TaskStats {
+                        name: if t.instances > 1 {
+                            format!("{}-{instance}", t.name)
+                        } else {
+                            t.name.clone()
+                        },
+                        ..Default::default()
+                    },
+                });
+            }
+        }
+        let mut q = Queue::new();
+        for id in 0..tasks.len() {
+            q.at(0, Ev::Start(id));
+        }
+        let tick = 1_000_000_000 / platform.hz.max(1) as u64;
+        for cpu in 0..ncpus {
+            q.at(tick, Ev::Tick(cpu));
+        }
+        let barriers = barrier_users
+            .into_iter()
+            .map(|(k, n)| (k, (n, Vec::new())))
+            .collect();
+        Ok(Machine {
+            q,
+            k,
+            platform,
+            work,
+            tasks,
+            timers: HashMap::new(),
+            mutexes: HashMap::new(),
+            conds: HashMap::new(),
+            suspended: HashMap::new(),
+            barriers,
+        })
+    }
+
+    /// Runs until `end` (simulated ns) or until nothing is left to happen.
+    pub fn run_until(&mut self, end: Ns) {
+        while let Some(at) = self.q.peek_time() {
+            if at > end {
+                break;
+            }
+            let (_, ev) = self.q.pop().expect("peeked");
+            match ev {
+                Ev::Start(t) => self.wake(t),
+                Ev::Tick(cpu) => self.tick(cpu),
+                Ev::RunDone(t, gen) if gen == self.tasks[t].gen => {
+                    self.charge(t);
+                    self.tasks[t].remaining = 0;
+                    self.step_task(t);
+                }
+                Ev::Wake(t, gen) if gen == self.tasks[t].gen => self.wake(t),
+                _ => {}
+            }
+            if self.tasks.iter().all(|t| t.state == State::Exited) {
+                break;
+            }
+        }
+        // Charge what is running up to the end.
+        for cpu in 0..self.platform.capacities.len() {
+            if let Some(c) = self.k.curr(cpu) {
+                let now = end.max(self.q.now());
+                let t = &mut self.tasks[c];
+                t.stats.cpu_ns += now.saturating_sub(t.run_start);
+                t.run_start = now;
+            }
+        }
+    }
+
+    /// Events handled so far.
+    pub fn events(&self) -> u64 {
+        self.q.fired
+    }
+
+    /// Per-thread figures.
+    pub fn stats(&self) -> Vec<TaskStats> {
+        self.tasks.iter().map(|t| t.stats.clone()).collect()
+    }
+
+    /// The kernel model.
+    pub fn kernel(&self) -> &K {
+        &self.k
+    }
+
+    fn now(&self) -> Ns {
+        self.q.now()
+    }
+
+    fn wall_for(&self, t: TaskId, cpu: usize) -> Ns {
+        let task = &self.tasks[t];
+        if task.scaled {
+            let cap = self.platform.capacities[cpu].max(1) as u128;
+            ((task.remaining as u128 * 1024).div_ceil(cap)) as Ns
+        } else {
+            task.remaining
+        }
+    }
+
+    /// Charges a running task's progress since it started running.
+    fn charge(&mut self, t: TaskId) {
+        let now = self.now();
+        let cpu = self.tasks[t].cpu;
+        let cap = self.platform.capacities[cpu] as u64;
+        let task = &mut self.tasks[t];
+        let ran = now.saturating_sub(task.run_start);
+        task.stats.cpu_ns += ran;
+        let done = if task.scaled { ran * cap / 1024 } else { ran };
+        task.remaining = task.remaining.saturating_sub(done);
+        task.run_start = now;
+    }
+
+    fn tick(&mut self, cpu: usize) {
+        let now = self.now();
+        if self.k.tick(cpu, now) {
+            self.preempt(cpu);
+        }
+        self.q.after(
+            1_000_000_000 / self.platform.hz.max(1) as u64,
+            Ev::Tick(cpu),
+        );
+    }
+
+    /// try_to_wake_up.
+    fn wake(&mut self, t: TaskId) {
+        if self.tasks[t].state != State::Blocked {
+            return;
+        }
+        let now = self.now();
+        let prev = self.tasks[t].cpu;
+        let allowed = self.tasks[t].allowed.clone();
+        let cpu = self.k.select_task_rq(t, prev, &allowed);
+        let task = &mut self.tasks[t];
+        task.state = State::Runnable;
+        task.woke_at = Some(now);
+        task.stats.wakeups += 1;
+        if cpu != prev {
+            task.stats.migrations += 1;
+        }
+        task.cpu = cpu;
+        self.k.enqueue(cpu, t, true, now);
+        match self.k.curr(cpu) {
+            None => self.schedule(cpu),
+            Some(_) => {
+                if self.k.check_preempt_wakeup(cpu, t, now) {
+                    self.preempt(cpu);
+                }
+            }
+        }
+    }
+
+    /// The running task of `cpu` goes back to the run queue and the kernel
+    /// picks again.
+    fn preempt(&mut self, cpu: usize) {
+        let now = self.now();
+        if let Some(c) = self.k.curr(cpu) {
+            self.charge(c);
+            let task = &mut self.tasks[c];
+            task.gen += 1;
+            task.state = State::Runnable;
+            self.k.put_prev(cpu, c, now);
+            let next = self.k.pick_next(cpu, now);
+            if next != Some(c) {
+                self.tasks[c].stats.preemptions += 1;
+            }
+            if let Some(n) = next {
+                self.dispatch(n, cpu);
+            }
+        } else {
+            self.schedule(cpu);
+        }
+    }
+
+    /// An idle CPU (or one whose task blocked) picks.
+    fn schedule(&mut self, cpu: usize) {
+        let now = self.now();
+        if self.k.curr(cpu).is_none() {
+            if let Some(n) = self.k.pick_next(cpu, now) {
+                self.dispatch(n, cpu);
+            }
+        }
+    }
+
+    fn dispatch(&mut self, t: TaskId, cpu: usize) {
+        let now = self.now();
+        let task = &mut self.tasks[t];
+        if task.cpu != cpu {
+            task.stats.migrations += 1;
+            task.cpu = cpu;
+        }
+        task.state = State::Running;
+        task.stats.switches += 1;
+        task.run_start = now;
+        if let Some(w) = task.woke_at.take() {
+            task.stats.wakeup_latency_ns.push(now - w);
+        }
+        if self.tasks[t].remaining > 0 {
+            let wall = self.wall_for(t, cpu);
+            let gen = self.tasks[t].gen;
+            self.q.after(wall, Ev::RunDone(t, gen));
+        } else {
+            self.step_task(t);
+        }
+    }
+
+    /// The running task stops: it sleeps, waits or exits.
+    fn block(&mut self, t: TaskId, exited: bool) {
+        let now = self.now();
+        let cpu = self.tasks[t].cpu;
+        let task = &mut self.tasks[t];
+        task.stats.cpu_ns += now.saturating_sub(task.run_start);
+        task.run_start = now;
+        task.gen += 1;
+        task.state = if exited {
+            State::Exited
+        } else {
+            State::Blocked
+        };
+        self.k.dequeue(cpu, t, now);
+        self.schedule(cpu);
+    }
+
+    fn sleep_until(&mut self, t: TaskId, at: Ns) {
+        self.block(t, false);
+        let gen = self.tasks[t].gen;
+        self.q.at(at, Ev::Wake(t, gen));
+    }
+
+    /// The next event of `t`'s program, moving through loops and phases;
+    /// `None` when the program is over.
+    fn next_event(&mut self, t: TaskId) -> Option<Event> {
+        let spec = &self.work.tasks[self.tasks[t].spec];
+        loop {
+            let task = &mut self.tasks[t];
+            let phase = &spec.phases[task.phase];
+            if task.event < phase.events.len() {
+                task.event += 1;
+                return Some(phase.events[task.event - 1].clone());
+            }
+            task.event = 0;
+            if task.phase_loops_left > 0 {
+                task.phase_loops_left -= 1;
+            }
+            if task.phase_loops_left != 0 {
+                continue;
+            }
+            task.phase += 1;
+            if task.phase == spec.phases.len() {
+                task.phase = 0;
+                if task.loops_left > 0 {
+                    task.loops_left -= 1;
+                }
+                if task.loops_left == 0 {
+                    return None;
+                }
+            }
+            task.phase_loops_left = spec.phases[task.phase].loops;
+        }
+    }
+
+    fn lock(&mut self, t: TaskId, m: &str) -> bool {
+        let mx = self.mutexes.entry(m.to_string()).or_default();
+        if mx.owner.is_none() {
+            mx.owner = Some(t);
+            true
+        } else {
+            mx.waiters.push_back(t);
+            false
+        }
+    }
+
+    fn unlock(&mut self, m: &str) {
+        let Some(mx) = self.mutexes.get_mut(m) else {
+            return;
+        };
+        mx.owner = mx.waiters.pop_front();
+        if let Some(next) = mx.owner {
+            self.tasks[next].relock = None;
+            self.wake(next);
+        }
+    }
+
+    fn signal(&mut self, cond: &str, all: bool) {
+        let waiters: Vec<(TaskId, String)> = match self.conds.get_mut(cond) {
+            Some(q) if all => q.drain(..).collect(),
+            Some(q) => q.pop_front().into_iter().collect(),
+            None => Vec::new(),
+        };
+        for (w, mutex) in waiters {
+            self.tasks[w].relock = Some(mutex);
+            self.wake(w);
+        }
+    }
+
+    /// Executes the running task's events until it needs CPU, blocks or ends.
+    fn step_task(&mut self, t: TaskId) {
+        if let Some(m) = self.tasks[t].relock.clone() {
+            if !self.lock(t, &m) {
+                return self.block(t, false);
+            }
+            self.tasks[t].relock = None;
+        }
+        loop {
+            let now = self.now();
+            let Some(ev) = self.next_event(t) else {
+                return self.block(t, true);
+            };
+            match ev {
+                Event::Run(us) | Event::Runtime(us) => {
+                    let task = &mut self.tasks[t];
+                    task.remaining = us * 1000;
+                    task.scaled = matches!(ev, Event::Run(_));
+                    task.run_start = now;
+                    if task.remaining == 0 {
+                        continue;
+                    }
+                    let wall = self.wall_for(t, self.tasks[t].cpu);
+                    let gen = self.tasks[t].gen;
+                    self.q.after(wall, Ev::RunDone(t, gen));
+                    return;
+                }
+                Event::Sleep(us) => return self.sleep_until(t, now + us * 1000),
+                Event::Timer {
+                    name,
+                    period_us,
+                    mode,
+                } => {
+                    let key = if name.starts_with("unique") {
+                        (Some(t), name)
+                    } else {
+                        (None, name)
+                    };
+                    let period = period_us * 1000;
+                    let next = match self.timers.get(&key) {
+                        None => now + period,
+                        Some(&prev) => prev + period,
+                    };
+                    // Relative mode: a missed expiry does not shift later ones.
+                    let next = if mode == TimerMode::Relative && next < now {
+                        now
+                    } else {
+                        next
+                    };
+                    self.timers.insert(key, next);
+                    if next > now {
+                        return self.sleep_until(t, next);
+                    }
+                }
+                Event::Suspend(name) => {
+                    self.suspended.entry(name).or_default().push(t);
+                    return self.block(t, false);
+                }
+                Event::Resume(name) => {
+                    for w in self.suspended.remove(&name).unwrap_or_default() {
+                        self.wake(w);
+                    }
+                }
+                Event::Lock(m) => {
+                    if !self.lock(t, &m) {
+                        return self.block(t, false);
+                    }
+                }
+                Event::Unlock(m) => self.unlock(&m),
+                Event::Signal(c) => self.signal(&c, false),
+                Event::Broad(c) => self.signal(&c, true),
+                Event::Wait { cond, mutex } => {
+                    self.conds
+                        .entry(cond)
+                        .or_default()
+                        .push_back((t, mutex.clone()));
+                    self.unlock(&mutex);
+                    return self.block(t, false);
+                }
+                Event::Sync { cond, mutex } => {
+                    // rt-app: lock, signal, wait (which unlocks), unlock.
+                    if !self.lock(t, &mutex) {
+                        // Take the lock first; the sync runs once it is ours.
+                        self.tasks[t].event -= 1;
+                        return self.block(t, false);
+                    }
+                    self.signal(&cond, false);
+                    self.conds
+                        .entry(cond)
+                        .or_default()
+                        .push_back((t, mutex.clone()));
+                    self.unlock(&mutex);
+                    return self.block(t, false);
+                }
+                Event::Barrier(name) => {
+                    let entry = self.barriers.entry(name).or_insert((1, Vec::new()));
+                    entry.1.push(t);
+                    if entry.1.len() >= entry.0 {
+                        let others: Vec<TaskId> = entry.1.drain(..).filter(|&w| w != t).collect();
+                        for w in others {
+                            self.wake(w);
+                        }
+                    } else {
+                        return self.block(t, false);
+                    }
+                }
+                Event::Yield => {
+                    let cpu = self.tasks[t].cpu;
+                    return self.preempt(cpu);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cfs::Cfs;
+    use crate::rtapp::parse;
+
+    fn run(json: &str, cpus: usize, secs: f64) -> Vec<TaskStats> {
+        let w = parse(json, "test").unwrap();
+        let mut m = Machine::new(Platform::uniform(cpus), w, Cfs::new(cpus)).unwrap();
+        m.run_until((secs * 1e9) as Ns);
+        m.stats()
+    }
+
+    #[test]
+    fn periodic_task_uses_its_share() {
+        // 1 ms every 10 ms on an idle CPU: 10 % and no latency.
+        let s = run(
+            r#"{"tasks": {"p": {"loop": -1, "run": 1000, "timer": {"ref": "t", "period": 10000}}}}"#,
+            1,
+            1.0,
+        );
+        let share = s[0].cpu_ns as f64 / 1e9;
+        assert!((share - 0.1).abs() < 0.002, "{share}");
+        assert!(s[0].wakeup_latency_ns.iter().all(|&l| l == 0));
+    }
+
+    #[test]
+    fn program_ends_and_sync_primitives_do_not_deadlock() {
+        let s = run(
+            r#"{"tasks": {
+                "a": {"loop": 3, "lock": "m", "run": 100, "signal": "c", "unlock": "m", "sleep": 1000},
+                "b": {"loop": 3, "lock": "m", "wait": {"ref": "c", "mutex": "m"}, "unlock": "m", "run": 50},
+                "x": {"loop": 2, "barrier": "bar", "run": 10},
+                "y": {"loop": 2, "barrier": "bar", "run": 10}
+            }}"#,
+            2,
+            1.0,
+        );
+        assert_eq!(s[2].cpu_ns, 20_000);
+        assert_eq!(s[3].cpu_ns, 20_000);
+        assert_eq!(s[0].cpu_ns, 300_000);
+    }
+}

@@ -1,0 +1,62 @@
+//! CFS-2.6.32 model checks with known answers.
+
+use corral_sim::cfs::Cfs;
+use corral_sim::machine::{Machine, Platform, TaskStats};
+use corral_sim::rtapp::parse;
+
+fn run(json: &str, cpus: usize, secs: f64) -> Vec<TaskStats> {
+    let w = parse(json, "test").unwrap();
+    let mut m = Machine::new(Platform::uniform(cpus), w, Cfs::new(cpus)).unwrap();
+    m.run_until((secs * 1e9) as u64);
+    m.stats()
+}
+
+#[test]
+fn nice_0_and_nice_5_split_1024_to_335() {
+    let s = run(
+        r#"{"tasks": {
+            "a": {"cpus": [0], "priority": 0, "run": 1000000},
+            "b": {"cpus": [0], "priority": 5, "run": 1000000}
+        }}"#,
+        1,
+        10.0,
+    );
+    let ratio = s[0].cpu_ns as f64 / s[1].cpu_ns as f64;
+    println!(
+        "nice 0 : nice 5 = {ratio:.4} (1024/335 = {:.4})",
+        1024.0 / 335.0
+    );
+    let want = 1024.0 / 335.0;
+    assert!(
+        (ratio / want - 1.0).abs() < 0.02,
+        "ratio {ratio:.4}, want {want:.4}"
+    );
+    let total = s[0].cpu_ns + s[1].cpu_ns;
+    assert_eq!(
+        total, 10_000_000_000,
+        "CPU time adds up to the wall time of one CPU"
+    );
+}
+
+#[test]
+fn a_task_pinned_to_cpu_0_never_runs_elsewhere() {
+    let s = run(
+        r#"{"tasks": {
+            "pinned": {"cpus": [0], "run": 3000, "sleep": 1000},
+            "hog": {"instance": 3, "run": 100000}
+        }}"#,
+        2,
+        2.0,
+    );
+    assert_eq!(s[0].migrations, 0);
+    assert!(s[0].cpu_ns > 0);
+}
+
+#[test]
+fn same_input_same_output() {
+    let json = r#"{"tasks": {
+        "p": {"instance": 3, "loop": -1, "run": 700, "timer": {"ref": "unique", "period": 4000}},
+        "h": {"instance": 2, "run": 5000, "sleep": 300}
+    }}"#;
+    assert_eq!(run(json, 2, 3.0), run(json, 2, 3.0));
+}

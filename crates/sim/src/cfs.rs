@@ -1,29 +1,37 @@
 //! CFS as in Linux 2.6.32–3.0, the papers' kernels (kernel/sched_fair.c of
-//! that era), behind the [`SchedClass`] hooks. So far: one flat run queue
-//! per CPU (no group scheduling, bandwidth or periodic balancing yet).
+//! that era), behind the [`SchedClass`] hooks.
 //!
-//! - Load weight from nice (`prio_to_weight`), vruntime advances as
+//! - Load weight from nice (`prio_to_weight`); vruntime advances as
 //!   `delta_exec · NICE_0_LOAD / weight` (`calc_delta_fair`).
 //! - `sched_period = max(sched_latency, nr_running · min_granularity)`;
-//!   a task's ideal slice is `period · weight / rq_load` (`sched_slice`).
+//!   an entity's ideal slice is `period · weight / cfs_rq load`
+//!   (`sched_slice`, per level).
 //! - Tunables scale by `1 + ilog2(min(ncpus, 8))`
-//!   (`SCHED_TUNABLESCALING_LOG`, `update_sysctl`): latency 6 ms,
-//!   min granularity 0.75 ms, wakeup granularity 1 ms, all times that.
-//! - Tick (`check_preempt_tick`): resched when curr ran past its ideal
-//!   slice, or (after min granularity) when the leftmost task's vruntime
-//!   trails curr's by more than that slice.
-//! - Wake-up: sleeper credit (`place_entity` with GENTLE_FAIR_SLEEPERS:
-//!   vruntime ≥ min_vruntime − latency/2) and `check_preempt_wakeup`:
-//!   preempt when curr's vruntime leads the woken one's by more than the
-//!   wakeup granularity converted to the woken task's virtual time
-//!   (`wakeup_gran`).
+//!   (`SCHED_TUNABLESCALING_LOG`): latency 6 ms, min granularity 0.75 ms,
+//!   wakeup granularity 1 ms, all times that.
+//! - Tick (`check_preempt_tick`, at every level): resched when the entity
+//!   ran past its ideal slice, or (after min granularity) when the
+//!   leftmost entity's vruntime trails it by more than that slice.
+//! - Wake-up: sleeper credit (`place_entity`, GENTLE_FAIR_SLEEPERS:
+//!   vruntime ≥ min_vruntime − latency/2) and `check_preempt_wakeup` on
+//!   the entities that share a run queue (`find_matching_se`): preempt when
+//!   curr's vruntime leads by more than the wakeup granularity in the
+//!   woken entity's virtual time (`wakeup_gran`).
+//! - **Group scheduling**: a task group has a run queue on every CPU and,
+//!   in its parent's run queue there, an entity whose weight is the group's
+//!   share of its `shares` by that CPU's load:
+//!   `weight = shares · load(cpu) / Σ load(all CPUs)`, at least MIN_SHARES
+//!   (XXX: 2.6.32's `tg_shares_up` aggregates periodically; this updates on
+//!   every enqueue and dequeue of the group on that CPU, as 2.6.38+'s
+//!   `update_cfs_shares` does with instantaneous loads). Picking descends
+//!   from the root, leftmost entity at each level.
 //! - `select_task_rq`: the previous CPU if idle, else an idle allowed CPU,
-//!   else the allowed CPU with the least load.
+//!   else the allowed CPU with the least root load.
 
 use crate::engine::Ns;
 use crate::kernel::{SchedClass, TaskId};
-use corral_core::share::{nice_to_weight, NICE_0_WEIGHT};
-use std::collections::BTreeSet;
+use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
+use std::collections::{BTreeSet, HashMap};
 
 /// Tunables of the era, before scaling (kernel/sched_fair.c).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,52 +53,124 @@ impl Tunables {
     }
 }
 
+type EntityId = usize;
+type RqId = usize;
+type GroupId = usize;
+
 #[derive(Debug, Clone, Default)]
 struct Entity {
     weight: u64,
     vruntime: u64,
-    /// When it last started running (or was last accounted).
     exec_start: Ns,
     sum_exec: Ns,
-    /// `sum_exec` when it was last picked.
     prev_sum_exec: Ns,
     on_rq: bool,
-    cpu: usize,
+    /// The run queue it is queued on.
+    rq: RqId,
+    /// For a group entity: the group's run queue it stands for.
+    my_rq: Option<RqId>,
 }
 
 #[derive(Debug, Clone, Default)]
-struct RunQueue {
-    /// Waiting entities by (vruntime, id); curr is not in it.
-    tree: BTreeSet<(u64, TaskId)>,
-    curr: Option<TaskId>,
-    /// Sum of the weights of the queued entities, curr included.
+struct CfsRq {
+    tree: BTreeSet<(u64, EntityId)>,
+    curr: Option<EntityId>,
     load: u64,
     nr_running: usize,
     min_vruntime: u64,
+    /// The entity standing for this run queue in the parent's (None: root).
+    se: Option<EntityId>,
+    group: GroupId,
 }
 
-/// CFS of Linux 2.6.32–3.0.
+#[derive(Debug, Clone)]
+struct Group {
+    shares: u64,
+    /// Run queue per CPU.
+    rqs: Vec<RqId>,
+}
+
+/// CFS of Linux 2.6.32–3.0, with group scheduling.
 #[derive(Debug, Clone)]
 pub struct Cfs {
     tun: Tunables,
-    rqs: Vec<RunQueue>,
-    se: Vec<Entity>,
+    ncpus: usize,
+    entities: Vec<Entity>,
+    rqs: Vec<CfsRq>,
+    groups: Vec<Group>,
+    by_path: HashMap<String, GroupId>,
+    /// Task → (its entity, its group).
+    tasks: Vec<(EntityId, GroupId)>,
+    /// The task running on each CPU.
+    running: Vec<Option<TaskId>>,
 }
 
 impl Cfs {
     pub fn new(ncpus: usize) -> Cfs {
-        Cfs {
+        let mut cfs = Cfs {
             tun: Tunables::for_cpus(ncpus),
-            rqs: vec![RunQueue::default(); ncpus],
-            se: Vec::new(),
-        }
+            ncpus,
+            entities: Vec::new(),
+            rqs: Vec::new(),
+            groups: Vec::new(),
+            by_path: HashMap::new(),
+            tasks: Vec::new(),
+            running: vec![None; ncpus],
+        };
+        let root: Vec<RqId> = (0..ncpus)
+            .map(|_| {
+                cfs.rqs.push(CfsRq::default());
+                cfs.rqs.len() - 1
+            })
+            .collect();
+        cfs.groups.push(Group {
+            shares: NICE_0_WEIGHT,
+            rqs: root,
+        });
+        cfs.by_path.insert("/".into(), 0);
+        cfs
     }
 
-    fn entity(&mut self, t: TaskId) -> &mut Entity {
-        if self.se.len() <= t {
-            self.se.resize(t + 1, Entity::default());
+    /// The group at `path` (`/a/b`), made with 1024 shares if new.
+    fn group(&mut self, path: &str) -> GroupId {
+        let path = if path.is_empty() {
+            "/"
+        } else {
+            path.trim_end_matches('/')
+        };
+        let path = if path.is_empty() { "/" } else { path };
+        if let Some(&g) = self.by_path.get(path) {
+            return g;
         }
-        &mut self.se[t]
+        let parent_path = match path.rfind('/') {
+            Some(0) | None => "/".to_string(),
+            Some(i) => path[..i].to_string(),
+        };
+        let parent = self.group(&parent_path);
+        let id = self.groups.len();
+        let mut rqs = Vec::new();
+        for cpu in 0..self.ncpus {
+            let se = self.entities.len();
+            self.entities.push(Entity {
+                weight: NICE_0_WEIGHT,
+                rq: self.groups[parent].rqs[cpu],
+                ..Default::default()
+            });
+            self.rqs.push(CfsRq {
+                se: Some(se),
+                group: id,
+                ..Default::default()
+            });
+            let rq = self.rqs.len() - 1;
+            self.entities[se].my_rq = Some(rq);
+            rqs.push(rq);
+        }
+        self.groups.push(Group {
+            shares: NICE_0_WEIGHT,
+            rqs,
+        });
+        self.by_path.insert(path.to_string(), id);
+        id
     }
 
     fn period(&self, nr: usize) -> Ns {
@@ -99,26 +179,119 @@ impl Cfs {
             .max(nr as u64 * self.tun.min_granularity_ns)
     }
 
-    /// `sched_slice`: the wall time `t` should get in one period.
-    fn slice(&self, cpu: usize, t: TaskId) -> Ns {
-        let rq = &self.rqs[cpu];
-        let load = rq.load.max(1);
-        self.period(rq.nr_running.max(1)) * self.se[t].weight / load
+    fn slice(&self, e: EntityId) -> Ns {
+        let rq = &self.rqs[self.entities[e].rq];
+        self.period(rq.nr_running.max(1)) * self.entities[e].weight / rq.load.max(1)
     }
 
-    fn update_min_vruntime(&mut self, cpu: usize) {
-        let rq = &self.rqs[cpu];
-        let mut v = rq.min_vruntime;
-        let curr = rq.curr.map(|c| self.se[c].vruntime);
-        let left = rq.tree.first().map(|&(v, _)| v);
+    fn update_min_vruntime(&mut self, rq: RqId) {
+        let r = &self.rqs[rq];
+        let curr = r.curr.map(|c| self.entities[c].vruntime);
+        let left = r.tree.first().map(|&(v, _)| v);
         let target = match (curr, left) {
             (Some(c), Some(l)) => c.min(l),
             (Some(c), None) => c,
             (None, Some(l)) => l,
-            (None, None) => v,
+            (None, None) => r.min_vruntime,
         };
-        v = v.max(target);
-        self.rqs[cpu].min_vruntime = v;
+        self.rqs[rq].min_vruntime = r.min_vruntime.max(target);
+    }
+
+    /// The entities from a task up to its root-level ancestor.
+    fn path_up(&self, e: EntityId) -> Vec<EntityId> {
+        let mut out = vec![e];
+        let mut cur = e;
+        while let Some(se) = self.rqs[self.entities[cur].rq].se {
+            out.push(se);
+            cur = se;
+        }
+        out
+    }
+
+    /// Charges the running entities of `cpu`, bottom up.
+    fn update_curr_cpu(&mut self, cpu: usize, now: Ns) {
+        let Some(t) = self.running[cpu] else { return };
+        for e in self.path_up(self.tasks[t].0) {
+            let en = &mut self.entities[e];
+            let delta = now.saturating_sub(en.exec_start);
+            en.exec_start = now;
+            en.sum_exec += delta;
+            en.vruntime += delta * NICE_0_WEIGHT / en.weight.max(1);
+            let rq = en.rq;
+            self.update_min_vruntime(rq);
+        }
+    }
+
+    /// Recomputes a group entity's weight from its run queue's share of
+    /// the group's load over all CPUs.
+    fn update_shares(&mut self, rq: RqId) {
+        let Some(se) = self.rqs[rq].se else { return };
+        let g = &self.groups[self.rqs[rq].group];
+        let total: u64 = g.rqs.iter().map(|&r| self.rqs[r].load).sum();
+        let local = self.rqs[rq].load;
+        let w = if total == 0 {
+            g.shares
+        } else {
+            (g.shares * local / total).clamp(MIN_SHARES, g.shares.max(MIN_SHARES))
+        };
+        let old = self.entities[se].weight;
+        if old != w {
+            self.entities[se].weight = w;
+            if self.entities[se].on_rq {
+                let parent = self.entities[se].rq;
+                self.rqs[parent].load = self.rqs[parent].load + w - old;
+            }
+        }
+    }
+
+    fn enqueue_entity(&mut self, rq: RqId, e: EntityId, wakeup: bool, now: Ns) {
+        let min_v = self.rqs[rq].min_vruntime;
+        let half_latency = self.tun.sched_latency_ns / 2;
+        let en = &mut self.entities[e];
+        en.vruntime = if wakeup {
+            en.vruntime.max(min_v.saturating_sub(half_latency))
+        } else {
+            en.vruntime.max(min_v)
+        };
+        en.on_rq = true;
+        en.rq = rq;
+        en.exec_start = now;
+        let (v, w) = (en.vruntime, en.weight);
+        let r = &mut self.rqs[rq];
+        r.tree.insert((v, e));
+        r.load += w;
+        r.nr_running += 1;
+    }
+
+    fn dequeue_entity(&mut self, rq: RqId, e: EntityId) {
+        let r = &mut self.rqs[rq];
+        if r.curr == Some(e) {
+            r.curr = None;
+        } else {
+            r.tree.remove(&(self.entities[e].vruntime, e));
+        }
+        r.load -= self.entities[e].weight;
+        r.nr_running -= 1;
+        self.entities[e].on_rq = false;
+        self.update_min_vruntime(rq);
+    }
+
+    /// Puts the task into group `path` (before it first runs).
+    fn assign(&mut self, t: TaskId, path: &str) {
+        let g = self.group(path);
+        self.ensure_task(t);
+        self.tasks[t].1 = g;
+    }
+
+    fn ensure_task(&mut self, t: TaskId) {
+        while self.tasks.len() <= t {
+            let e = self.entities.len();
+            self.entities.push(Entity {
+                weight: NICE_0_WEIGHT,
+                ..Default::default()
+            });
+            self.tasks.push((e, 0));
+        }
     }
 }
 
@@ -128,136 +301,198 @@ impl SchedClass for Cfs {
     }
 
     fn set_nice(&mut self, t: TaskId, nice: i32) {
-        self.entity(t).weight = nice_to_weight(nice);
+        self.ensure_task(t);
+        let e = self.tasks[t].0;
+        self.entities[e].weight = nice_to_weight(nice);
+    }
+
+    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+        self.assign(t, path);
+        Ok(())
+    }
+
+    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+        let g = self.group(path);
+        self.groups[g].shares = shares.max(MIN_SHARES);
+        Ok(())
     }
 
     fn update_curr(&mut self, cpu: usize, now: Ns) {
-        let Some(c) = self.rqs[cpu].curr else { return };
-        let se = &mut self.se[c];
-        let delta = now.saturating_sub(se.exec_start);
-        se.exec_start = now;
-        se.sum_exec += delta;
-        // calc_delta_fair: delta · NICE_0_LOAD / weight.
-        se.vruntime += delta * NICE_0_WEIGHT / se.weight.max(1);
-        self.update_min_vruntime(cpu);
+        self.update_curr_cpu(cpu, now);
     }
 
     fn enqueue(&mut self, cpu: usize, t: TaskId, wakeup: bool, now: Ns) {
-        let min_v = self.rqs[cpu].min_vruntime;
-        let half_latency = self.tun.sched_latency_ns / 2;
-        let se = self.entity(t);
-        if se.weight == 0 {
-            se.weight = NICE_0_WEIGHT;
+        self.ensure_task(t);
+        let (mut e, g) = self.tasks[t];
+        let first = self.groups[g].rqs[cpu];
+        let mut rq = first;
+        // Queue the task, then each group entity that was not queued yet.
+        loop {
+            self.enqueue_entity(rq, e, wakeup, now);
+            match self.rqs[rq].se {
+                Some(se) if !self.entities[se].on_rq => {
+                    e = se;
+                    rq = self.entities[se].rq;
+                }
+                _ => break,
+            }
         }
-        if wakeup {
-            // place_entity with GENTLE_FAIR_SLEEPERS: a sleeper is credited
-            // at most half a latency period.
-            se.vruntime = se.vruntime.max(min_v.saturating_sub(half_latency));
-        } else {
-            se.vruntime = se.vruntime.max(min_v);
-        }
-        se.on_rq = true;
-        se.cpu = cpu;
-        se.exec_start = now;
-        let (v, w) = (se.vruntime, se.weight);
-        let rq = &mut self.rqs[cpu];
-        rq.tree.insert((v, t));
-        rq.load += w;
-        rq.nr_running += 1;
+        self.update_shares_up(first);
     }
 
     fn dequeue(&mut self, cpu: usize, t: TaskId, now: Ns) {
-        if self.rqs[cpu].curr == Some(t) {
-            self.update_curr(cpu, now);
-            self.rqs[cpu].curr = None;
-        } else {
-            let v = self.se[t].vruntime;
-            self.rqs[cpu].tree.remove(&(v, t));
+        if self.running[cpu] == Some(t) {
+            self.update_curr_cpu(cpu, now);
+            self.running[cpu] = None;
+            // Curr entities above it stay curr until put back; clear them.
+            for e in self.path_up(self.tasks[t].0).into_iter().skip(1) {
+                let rq = self.entities[e].rq;
+                if self.rqs[rq].curr == Some(e) {
+                    self.rqs[rq].curr = None;
+                    let v = self.entities[e].vruntime;
+                    self.rqs[rq].tree.insert((v, e));
+                }
+            }
         }
-        let se = &mut self.se[t];
-        se.on_rq = false;
-        let w = se.weight;
-        let rq = &mut self.rqs[cpu];
-        rq.load -= w;
-        rq.nr_running -= 1;
-        self.update_min_vruntime(cpu);
+        let mut e = self.tasks[t].0;
+        let first = self.entities[e].rq;
+        loop {
+            let rq = self.entities[e].rq;
+            self.dequeue_entity(rq, e);
+            match self.rqs[rq].se {
+                Some(se) if self.rqs[rq].nr_running == 0 && self.entities[se].on_rq => e = se,
+                _ => break,
+            }
+        }
+        self.update_shares_up(first);
     }
 
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
-        let &(v, t) = self.rqs[cpu].tree.first()?;
-        self.rqs[cpu].tree.remove(&(v, t));
-        self.rqs[cpu].curr = Some(t);
-        let se = &mut self.se[t];
-        se.exec_start = now;
-        se.prev_sum_exec = se.sum_exec;
+        let mut rq = self.groups[0].rqs[cpu];
+        loop {
+            let &(v, e) = self.rqs[rq].tree.first()?;
+            self.rqs[rq].tree.remove(&(v, e));
+            self.rqs[rq].curr = Some(e);
+            let en = &mut self.entities[e];
+            en.exec_start = now;
+            en.prev_sum_exec = en.sum_exec;
+            match en.my_rq {
+                Some(child) => rq = child,
+                None => break,
+            }
+        }
+        let e = self.rqs[rq].curr?;
+        let t = self.tasks.iter().position(|&(te, _)| te == e)?;
+        self.running[cpu] = Some(t);
         Some(t)
     }
 
     fn put_prev(&mut self, cpu: usize, t: TaskId, now: Ns) {
-        if self.rqs[cpu].curr != Some(t) {
+        if self.running[cpu] != Some(t) {
             return;
         }
-        self.update_curr(cpu, now);
-        self.rqs[cpu].curr = None;
-        let v = self.se[t].vruntime;
-        self.rqs[cpu].tree.insert((v, t));
+        self.update_curr_cpu(cpu, now);
+        self.running[cpu] = None;
+        for e in self.path_up(self.tasks[t].0) {
+            let rq = self.entities[e].rq;
+            if self.rqs[rq].curr == Some(e) {
+                self.rqs[rq].curr = None;
+                let v = self.entities[e].vruntime;
+                self.rqs[rq].tree.insert((v, e));
+            }
+        }
     }
 
     fn tick(&mut self, cpu: usize, now: Ns) -> bool {
-        self.update_curr(cpu, now);
-        let Some(c) = self.rqs[cpu].curr else {
+        self.update_curr_cpu(cpu, now);
+        let Some(t) = self.running[cpu] else {
             return false;
         };
-        if self.rqs[cpu].nr_running <= 1 {
-            return false;
+        // entity_tick re-weighs the running task's groups on this CPU.
+        let rq = self.entities[self.tasks[t].0].rq;
+        self.update_shares_up(rq);
+        for e in self.path_up(self.tasks[t].0) {
+            let rq = &self.rqs[self.entities[e].rq];
+            if rq.nr_running <= 1 {
+                continue;
+            }
+            let ideal = self.slice(e);
+            let en = &self.entities[e];
+            let ran = en.sum_exec - en.prev_sum_exec;
+            if ran > ideal {
+                return true;
+            }
+            if ran < self.tun.min_granularity_ns {
+                continue;
+            }
+            if let Some(&(lv, _)) = rq.tree.first() {
+                if en.vruntime.saturating_sub(lv) > ideal {
+                    return true;
+                }
+            }
         }
-        // check_preempt_tick (2.6.32).
-        let ideal = self.slice(cpu, c);
-        let se = &self.se[c];
-        let ran = se.sum_exec - se.prev_sum_exec;
-        if ran > ideal {
-            return true;
-        }
-        if ran < self.tun.min_granularity_ns {
-            return false;
-        }
-        match self.rqs[cpu].tree.first() {
-            Some(&(lv, _)) => se.vruntime.saturating_sub(lv) > ideal,
-            None => false,
-        }
+        false
     }
 
     fn check_preempt_wakeup(&mut self, cpu: usize, woken: TaskId, now: Ns) -> bool {
-        self.update_curr(cpu, now);
-        let Some(c) = self.rqs[cpu].curr else {
+        self.update_curr_cpu(cpu, now);
+        let Some(c) = self.running[cpu] else {
             return true;
         };
-        let w = &self.se[woken];
-        // wakeup_gran: the granularity in the woken entity's virtual time.
-        let gran = self.tun.wakeup_granularity_ns * NICE_0_WEIGHT / w.weight.max(1);
-        let vdiff = self.se[c].vruntime as i128 - w.vruntime as i128;
-        vdiff > gran as i128
+        // find_matching_se: climb both until they share a run queue.
+        let (up_c, up_w) = (
+            self.path_up(self.tasks[c].0),
+            self.path_up(self.tasks[woken].0),
+        );
+        for &ce in &up_c {
+            if let Some(&we) = up_w
+                .iter()
+                .find(|&&we| self.entities[we].rq == self.entities[ce].rq)
+            {
+                if we == ce {
+                    return false;
+                }
+                let gran = self.tun.wakeup_granularity_ns * NICE_0_WEIGHT
+                    / self.entities[we].weight.max(1);
+                let vdiff = self.entities[ce].vruntime as i128 - self.entities[we].vruntime as i128;
+                return vdiff > gran as i128;
+            }
+        }
+        false
     }
 
     fn select_task_rq(&mut self, _t: TaskId, prev: usize, allowed: &[usize]) -> usize {
-        if allowed.contains(&prev) && self.rqs[prev].nr_running == 0 {
+        let root = |c: usize| &self.rqs[self.groups[0].rqs[c]];
+        if allowed.contains(&prev) && root(prev).nr_running == 0 {
             return prev;
         }
-        if let Some(&idle) = allowed.iter().find(|&&c| self.rqs[c].nr_running == 0) {
+        if let Some(&idle) = allowed.iter().find(|&&c| root(c).nr_running == 0) {
             return idle;
         }
         *allowed
             .iter()
-            .min_by_key(|&&c| (self.rqs[c].load, c != prev, c))
+            .min_by_key(|&&c| (root(c).load, c != prev, c))
             .unwrap_or(&prev)
     }
 
     fn nr_running(&self, cpu: usize) -> usize {
-        self.rqs[cpu].nr_running
+        self.rqs[self.groups[0].rqs[cpu]].nr_running
     }
 
     fn curr(&self, cpu: usize) -> Option<TaskId> {
-        self.rqs[cpu].curr
+        self.running[cpu]
+    }
+}
+
+impl Cfs {
+    /// Re-weighs the group entities from run queue `rq` up to the root: a
+    /// change of load on one level changes the weight of every ancestor.
+    fn update_shares_up(&mut self, rq: RqId) {
+        let mut rq = rq;
+        while let Some(se) = self.rqs[rq].se {
+            self.update_shares(rq);
+            rq = self.entities[se].rq;
+        }
     }
 }
 
@@ -276,19 +511,40 @@ mod tests {
     #[test]
     fn vruntime_advances_inversely_to_weight() {
         let mut cfs = Cfs::new(1);
-        cfs.set_nice(0, 0);
-        cfs.set_nice(1, 5);
+        cfs.set_nice(0, 5);
         cfs.enqueue(0, 0, false, 0);
         assert_eq!(cfs.pick_next(0, 0), Some(0));
+        let v0 = cfs.entities[cfs.tasks[0].0].vruntime;
         cfs.update_curr(0, 1_000_000);
-        assert_eq!(cfs.se[0].vruntime, 1_000_000);
-        cfs.put_prev(0, 0, 1_000_000);
-        cfs.dequeue(0, 0, 1_000_000);
-        cfs.enqueue(0, 1, false, 1_000_000);
-        cfs.pick_next(0, 1_000_000);
-        let v0 = cfs.se[1].vruntime;
-        cfs.update_curr(0, 2_000_000);
         // 1 ms at weight 335 is 1024/335 ms of vruntime.
-        assert_eq!(cfs.se[1].vruntime - v0, 1_000_000 * 1024 / 335);
+        assert_eq!(
+            cfs.entities[cfs.tasks[0].0].vruntime - v0,
+            1_000_000 * 1024 / 335
+        );
+    }
+
+    #[test]
+    fn groups_nest_and_share_by_load() {
+        let mut cfs = Cfs::new(2);
+        cfs.set_group_shares("/a", 1000).unwrap();
+        cfs.set_task_group(0, "/a/b").unwrap();
+        cfs.set_task_group(1, "/a").unwrap();
+        cfs.enqueue(0, 0, false, 0);
+        cfs.enqueue(1, 1, false, 0);
+        assert_eq!(cfs.pick_next(0, 0), Some(0));
+        assert_eq!(cfs.pick_next(1, 0), Some(1));
+        // Shares are updated lazily per CPU, and at each tick.
+        cfs.tick(0, 1);
+        cfs.tick(1, 1);
+        // Group /a has load on both CPUs: its entity weighs half its shares on each.
+        let ga = cfs.by_path["/a"];
+        let w: Vec<u64> = cfs.groups[ga]
+            .rqs
+            .iter()
+            .map(|&r| cfs.entities[cfs.rqs[r].se.unwrap()].weight)
+            .collect();
+        assert_eq!(w, vec![500, 500]);
+        cfs.dequeue(0, 0, 10);
+        assert_eq!(cfs.nr_running(0), 0, "empty groups leave the root queue");
     }
 }

@@ -13,6 +13,23 @@ pub trait SchedClass {
     fn name(&self) -> &'static str;
     /// Sets a task's nice value (its load weight).
     fn set_nice(&mut self, t: TaskId, nice: i32);
+    /// Puts a task in a cgroup of the cpu controller (`/a/b`), before it
+    /// first runs. Models without group scheduling refuse.
+    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+        let _ = t;
+        Err(format!(
+            "{}: no group scheduling (taskgroup {path:?})",
+            self.name()
+        ))
+    }
+    /// Sets a group's `cpu.shares`.
+    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+        let _ = shares;
+        Err(format!(
+            "{}: no group scheduling (group {path:?})",
+            self.name()
+        ))
+    }
     /// Charges the running task of `cpu` for the time since it was last
     /// accounted (`update_curr`).
     fn update_curr(&mut self, cpu: usize, now: Ns);

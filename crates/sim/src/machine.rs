@@ -7,8 +7,8 @@
 //! `w` µs takes `w · 1024 / capacity` µs of wall time on a CPU (rt-app's
 //! `run` scales with capacity; `runtime` does not).
 //!
-//! Not yet modelled (issue 5 continues): group scheduling (`taskgroup`),
-//! the RT class, periodic load balancing, hot-plug, EEVDF.
+//! Not yet modelled (issue 5 continues): the RT class, CFS bandwidth,
+//! periodic load balancing, hot-plug, EEVDF.
 
 use crate::engine::{Ns, Queue};
 use crate::kernel::{SchedClass, TaskId};
@@ -123,12 +123,6 @@ impl<K: SchedClass> Machine<K> {
                     t.name
                 ));
             }
-            if t.taskgroup.is_some() {
-                return Err(format!(
-                    "task {:?}: group scheduling is not modelled yet",
-                    t.name
-                ));
-            }
             let allowed: Vec<usize> = match &t.cpus {
                 Some(c) => c
                     .iter()
@@ -155,6 +149,10 @@ impl<K: SchedClass> Machine<K> {
                     t.priority
                 };
                 k.set_nice(id, nice);
+                if let Some(g) = &t.taskgroup {
+                    k.set_task_group(id, g)
+                        .map_err(|e| format!("task {:?}: {e}", t.name))?;
+                }
                 tasks.push(Task {
                     spec,
                     state: State::Blocked,
@@ -205,6 +203,11 @@ impl<K: SchedClass> Machine<K> {
             suspended: HashMap::new(),
             barriers,
         })
+    }
+
+    /// Sets a cgroup's `cpu.shares` (before running).
+    pub fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+        self.k.set_group_shares(path, shares)
     }
 
     /// Runs until `end` (simulated ns) or until nothing is left to happen.

@@ -60,3 +60,34 @@ fn same_input_same_output() {
     }}"#;
     assert_eq!(run(json, 2, 3.0), run(json, 2, 3.0));
 }
+
+#[test]
+fn a_52_share_group_beside_a_1024_share_group_gets_4_8_percent() {
+    let w = parse(
+        r#"{"tasks": {
+            "a": {"instance": 4, "cpus": [0], "taskgroup": "/A", "run": 1000000},
+            "b": {"cpus": [0], "taskgroup": "/B", "run": 1000000}
+        }}"#,
+        "test",
+    )
+    .unwrap();
+    let mut m = Machine::new(Platform::uniform(1), w, Cfs::new(1)).unwrap();
+    m.set_group_shares("/A", 1024).unwrap();
+    m.set_group_shares("/B", 52).unwrap();
+    m.run_until(10_000_000_000);
+    let s = m.stats();
+    let total: u64 = s.iter().map(|t| t.cpu_ns).sum();
+    let b = s[4].cpu_ns as f64 / total as f64;
+    println!(
+        "group B (52 shares) got {:.2} % (52/1076 = {:.2} %)",
+        b * 100.0,
+        5200.0 / 1076.0
+    );
+    assert!((b - 52.0 / 1076.0).abs() < 0.005, "{b}");
+    // Inside A the four hogs share equally.
+    let a: Vec<f64> = s[..4]
+        .iter()
+        .map(|t| t.cpu_ns as f64 / total as f64)
+        .collect();
+    assert!(a.iter().all(|x| (x - a[0]).abs() < 0.01), "{a:?}");
+}

@@ -229,11 +229,10 @@ impl Cfs {
         let g = &self.groups[self.rqs[rq].group];
         let total: u64 = g.rqs.iter().map(|&r| self.rqs[r].load).sum();
         let local = self.rqs[rq].load;
-        let w = if total == 0 {
-            g.shares
-        } else {
-            (g.shares * local / total).clamp(MIN_SHARES, g.shares.max(MIN_SHARES))
-        };
+        // An idle group keeps its full shares (it is not queued anyway).
+        let w = (g.shares * local)
+            .checked_div(total)
+            .map_or(g.shares, |w| w.clamp(MIN_SHARES, g.shares.max(MIN_SHARES)));
         let old = self.entities[se].weight;
         if old != w {
             self.entities[se].weight = w;

@@ -3,37 +3,12 @@
 //! `cpu` and `cpuset` hierarchies; a guard kills every process a test
 //! started and removes every group, whatever happens.
 
-use corral_core::config::CgroupChoice;
-use corral_linux::cgroup::CgroupMounts;
-use corral_linux::placer::Layout;
-use corral_linux::HostPaths;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_corral");
-
-/// Live tests start CPU hogs and time reactions: run them one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn v1_mounts(test: &str) -> Option<(PathBuf, PathBuf)> {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIP {test}: needs root");
-        return None;
-    }
-    let mounts = CgroupMounts::discover(&HostPaths::default()).ok()?;
-    match Layout::choose(&mounts, CgroupChoice::V1) {
-        Ok(Layout::V1 { cpu, cpuset }) => Some((cpu, cpuset)),
-        _ => {
-            eprintln!("SKIP {test}: no cgroup v1 cpu and cpuset hierarchies");
-            None
-        }
-    }
-}
+mod common;
+use common::{remove_groups, serial, v1_mounts, BIN};
 
 /// A test's cgroup with its processes and a daemon scoped to it.
 struct Lab {
@@ -137,17 +112,7 @@ impl Drop for Lab {
             let _ = c.wait();
         }
         let _ = std::fs::remove_dir(&self.root);
-        for m in [&self.mounts.0, &self.mounts.1] {
-            let d = m.join(&self.daemon_name);
-            if d.exists() {
-                for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                    if e.path().is_dir() {
-                        let _ = std::fs::remove_dir(e.path());
-                    }
-                }
-                let _ = std::fs::remove_dir(&d);
-            }
-        }
+        remove_groups(&self.mounts, &self.daemon_name);
     }
 }
 

@@ -3,39 +3,13 @@
 //! without cgroup v1 `cpu` and `cpuset` hierarchies; every group and
 //! process a test makes is removed by a guard, whatever happens.
 
-use corral_core::config::CgroupChoice;
-use corral_linux::cgroup::CgroupMounts;
-use corral_linux::placer::Layout;
-use corral_linux::HostPaths;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_corral");
-
-/// Live tests start CPU hogs and time reactions: run them one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The v1 cpu and cpuset mounts, or a reason to skip.
-fn v1_layout(test: &str) -> Option<(PathBuf, PathBuf)> {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIP {test}: needs root");
-        return None;
-    }
-    let mounts = CgroupMounts::discover(&HostPaths::default()).ok()?;
-    match Layout::choose(&mounts, CgroupChoice::V1) {
-        Ok(Layout::V1 { cpu, cpuset }) => Some((cpu, cpuset)),
-        _ => {
-            eprintln!("SKIP {test}: no cgroup v1 cpu and cpuset hierarchies");
-            None
-        }
-    }
-}
+mod common;
+use common::{remove_groups, serial, v1_mounts, BIN};
 
 /// A test's workload groups (`corral-test-<pid>-<name>/{low,high}` in the
 /// cpu hierarchy) and processes, removed on drop.
@@ -148,16 +122,7 @@ impl Drop for Workload {
         }
         let _ = std::fs::remove_dir(&self.root);
         // Should a test fail half-way, do not leave the daemon's groups.
-        for d in self.daemon_dirs() {
-            if d.exists() {
-                for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                    if e.path().is_dir() {
-                        let _ = std::fs::remove_dir(e.path());
-                    }
-                }
-                let _ = std::fs::remove_dir(&d);
-            }
-        }
+        remove_groups(&self.mounts, &self.daemon_name);
     }
 }
 
@@ -176,7 +141,7 @@ fn status(socket: &Path) -> Option<serde_json::Value> {
 fn privileged_sigterm_puts_every_thread_back_and_removes_the_groups() {
     let _serial = serial();
     let test = "privileged_sigterm_puts_every_thread_back_and_removes_the_groups";
-    let Some(mounts) = v1_layout(test) else {
+    let Some(mounts) = v1_mounts(test) else {
         return;
     };
     let w = Workload::start("term", mounts);
@@ -280,7 +245,7 @@ fn top_level(mount: &Path, ours: &str) -> Vec<String> {
 fn privileged_dry_run_leaves_the_cgroup_trees_byte_identical() {
     let _serial = serial();
     let test = "privileged_dry_run_leaves_the_cgroup_trees_byte_identical";
-    let Some(mounts) = v1_layout(test) else {
+    let Some(mounts) = v1_mounts(test) else {
         return;
     };
     let w = Workload::start("dry", mounts.clone());

@@ -481,6 +481,130 @@ impl SchedClass for Cfs {
     fn curr(&self, cpu: usize) -> Option<TaskId> {
         self.running[cpu]
     }
+
+    /// Paper 000's model of 2.6.32's `load_balance`, pair-wise: `cpu` pulls
+    /// from the busiest queue.
+    ///
+    /// ```text
+    ///   L_k        = Σ W(t) over queue k (the root run queue's load)
+    ///   L_avg      = Σ_k L_k / ncpus
+    ///   L_imbal    = min(L_busiest − L_avg, L_busiest − L_busiest / nr_busiest, L_avg − L_cpu)
+    ///   move t while L_imbal ≥ W(t)/2, L_imbal −= W(t)
+    /// ```
+    ///
+    /// A task moves only if it is not running, may run on `cpu`, and is not
+    /// cache-hot (ran within `sysctl_sched_migration_cost`, 0.5 ms). Tasks
+    /// are tried in the busiest queue's order, leftmost first (XXX: the
+    /// kernel walks its task list tail first; for these rules the order
+    /// only decides which of equal tasks moves). With groups, a task's W is
+    /// its share of its groups' entity weight at the root, so it is
+    /// `W(task) · Π level weight / level load`.
+    fn balance(
+        &mut self,
+        cpu: usize,
+        now: Ns,
+        idle: bool,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+    ) -> Vec<(TaskId, usize)> {
+        let root = |c: usize| self.groups[0].rqs[c];
+        let load = |s: &Self, c: usize| s.rqs[root(c)].load;
+        let n = self.ncpus as u64;
+        let total: u64 = (0..self.ncpus).map(|c| load(self, c)).sum();
+        let avg = total / n.max(1);
+        let Some(busiest) = (0..self.ncpus)
+            .filter(|&c| c != cpu && self.rqs[root(c)].nr_running > 1)
+            .max_by_key(|&c| (load(self, c), std::cmp::Reverse(c)))
+        else {
+            return Vec::new();
+        };
+        let lb = load(self, busiest);
+        let nr_b = self.tasks_on(busiest).len().max(1) as u64;
+        let lk = load(self, cpu);
+        if lb <= avg || lk >= avg {
+            return Vec::new();
+        }
+        let mut imbal = (lb - avg).min(lb - lb / nr_b).min(avg - lk) as i64;
+        if idle && imbal == 0 {
+            imbal = (lb / nr_b) as i64;
+        }
+        let mut moved = Vec::new();
+        let candidates: Vec<TaskId> = self
+            .tasks_on(busiest)
+            .into_iter()
+            .filter(|&t| self.running[busiest] != Some(t))
+            .collect();
+        for t in candidates {
+            let w = self.root_weight(t) as i64;
+            if imbal < w / 2 || w == 0 {
+                continue;
+            }
+            let e = self.tasks[t].0;
+            let hot = now.saturating_sub(self.entities[e].exec_start) < MIGRATION_COST_NS
+                && self.entities[e].sum_exec > 0;
+            if !allowed(t, cpu) || hot {
+                continue;
+            }
+            // set_task_cpu (2.6.32) carries vruntime across queues relative
+            // to each queue's min_vruntime.
+            let g = self.tasks[t].1;
+            let src_min = self.rqs[self.groups[g].rqs[busiest]].min_vruntime;
+            self.dequeue(busiest, t, now);
+            let dst_min = self.rqs[self.groups[g].rqs[cpu]].min_vruntime;
+            let v = &mut self.entities[e].vruntime;
+            *v = v.saturating_sub(src_min) + dst_min;
+            self.enqueue(cpu, t, false, now);
+            imbal -= w;
+            moved.push((t, busiest));
+            if imbal <= 0 {
+                break;
+            }
+        }
+        moved
+    }
+}
+
+/// `sysctl_sched_migration_cost`: a task that ran this recently is
+/// cache-hot and stays (kernel/sched.c, 2.6.32).
+const MIGRATION_COST_NS: Ns = 500_000;
+
+impl Cfs {
+    /// The tasks queued on `cpu`, running one included, in queue order.
+    fn tasks_on(&self, cpu: usize) -> Vec<TaskId> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.groups[0].rqs[cpu]];
+        while let Some(rq) = stack.pop() {
+            let r = &self.rqs[rq];
+            let mut ents: Vec<EntityId> = r
+                .curr
+                .into_iter()
+                .chain(r.tree.iter().map(|&(_, e)| e))
+                .collect();
+            ents.sort_by_key(|&e| self.entities[e].vruntime);
+            for e in ents {
+                match self.entities[e].my_rq {
+                    Some(child) => stack.push(child),
+                    None => {
+                        if let Some(t) = self.tasks.iter().position(|&(te, _)| te == e) {
+                            out.push(t);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A task's weight seen from the root: its share of each level.
+    fn root_weight(&self, t: TaskId) -> u64 {
+        let mut w = self.entities[self.tasks[t].0].weight as u128;
+        for e in self.path_up(self.tasks[t].0) {
+            let rq = &self.rqs[self.entities[e].rq];
+            if let Some(se) = rq.se {
+                w = w * self.entities[se].weight as u128 / rq.load.max(1) as u128;
+            }
+        }
+        w as u64
+    }
 }
 
 impl Cfs {

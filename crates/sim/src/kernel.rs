@@ -53,4 +53,18 @@ pub trait SchedClass {
     fn nr_running(&self, cpu: usize) -> usize;
     /// The task running on `cpu`.
     fn curr(&self, cpu: usize) -> Option<TaskId>;
+    /// Load balancing for `cpu` (`load_balance` from the periodic or the
+    /// new-idle path): moves queued tasks from other CPUs to it and says
+    /// which (task, from). `allowed(t, cpu)` tells whether `t` may run on
+    /// `cpu`. Models with one global queue have nothing to do.
+    fn balance(
+        &mut self,
+        cpu: usize,
+        now: Ns,
+        idle: bool,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+    ) -> Vec<(TaskId, usize)> {
+        let _ = (cpu, now, idle, allowed);
+        Vec::new()
+    }
 }

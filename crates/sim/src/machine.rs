@@ -105,6 +105,8 @@ pub struct Machine<K: SchedClass> {
     conds: HashMap<String, VecDeque<(TaskId, String)>>,
     suspended: HashMap<String, Vec<TaskId>>,
     barriers: HashMap<String, (usize, Vec<TaskId>)>,
+    /// Ticks seen per CPU (for the balancing interval).
+    ticks: Vec<u64>,
 }
 
 impl<K: SchedClass> Machine<K> {
@@ -123,7 +125,8 @@ impl<K: SchedClass> Machine<K> {
                     t.name
                 ));
             }
-            let allowed: Vec<usize> = match &t.cpus {
+            // The first phase's CPUs, else the task's.
+            let allowed: Vec<usize> = match t.phases[0].cpus.as_ref().or(t.cpus.as_ref()) {
                 Some(c) => c
                     .iter()
                     .map(|&c| c as usize)
@@ -202,6 +205,7 @@ impl<K: SchedClass> Machine<K> {
             conds: HashMap::new(),
             suspended: HashMap::new(),
             barriers,
+            ticks: vec![0; ncpus],
         })
     }
 
@@ -290,6 +294,19 @@ impl<K: SchedClass> Machine<K> {
         if self.k.tick(cpu, now) {
             self.preempt(cpu);
         }
+        // Periodic balancing (rebalance_domains): 2.6.32's MC domain has a
+        // 1 ms minimum interval, so every tick while idle, and busy_factor
+        // 64 stretches it to 64 ms while busy.
+        self.ticks[cpu] += 1;
+        let idle = self.k.curr(cpu).is_none();
+        let every = if idle {
+            1
+        } else {
+            (64_000_000 / self.tick_ns()).max(1)
+        };
+        if self.ticks[cpu] % every == 0 {
+            self.balance(cpu, false);
+        }
         self.q.after(
             1_000_000_000 / self.platform.hz.max(1) as u64,
             Ev::Tick(cpu),
@@ -350,10 +367,39 @@ impl<K: SchedClass> Machine<K> {
     fn schedule(&mut self, cpu: usize) {
         let now = self.now();
         if self.k.curr(cpu).is_none() {
-            if let Some(n) = self.k.pick_next(cpu, now) {
+            let mut next = self.k.pick_next(cpu, now);
+            if next.is_none() {
+                // New-idle balancing: a CPU with nothing to run pulls.
+                if !self.balance(cpu, true).is_empty() {
+                    next = self.k.pick_next(cpu, now);
+                }
+            }
+            if let Some(n) = next {
                 self.dispatch(n, cpu);
             }
         }
+    }
+
+    fn tick_ns(&self) -> Ns {
+        1_000_000_000 / self.platform.hz.max(1) as u64
+    }
+
+    /// Runs the model's balancer for `cpu` and books the moves.
+    fn balance(&mut self, cpu: usize, newidle: bool) -> Vec<(TaskId, usize)> {
+        let now = self.now();
+        let allowed: Vec<Vec<usize>> = self.tasks.iter().map(|t| t.allowed.clone()).collect();
+        let moved = self
+            .k
+            .balance(cpu, now, newidle, &|t, c| allowed[t].contains(&c));
+        for &(t, _from) in &moved {
+            let task = &mut self.tasks[t];
+            task.cpu = cpu;
+            task.stats.migrations += 1;
+        }
+        if !newidle && !moved.is_empty() && self.k.curr(cpu).is_none() {
+            self.schedule(cpu);
+        }
+        moved
     }
 
     fn dispatch(&mut self, t: TaskId, cpu: usize) {
@@ -430,6 +476,20 @@ impl<K: SchedClass> Machine<K> {
                 }
             }
             task.phase_loops_left = spec.phases[task.phase].loops;
+            // A phase may narrow (or widen) the CPUs the thread may use.
+            let ncpus = self.platform.capacities.len();
+            let cpus = spec.phases[task.phase].cpus.as_ref().or(spec.cpus.as_ref());
+            task.allowed = match cpus {
+                Some(c) => c
+                    .iter()
+                    .map(|&c| c as usize)
+                    .filter(|&c| c < ncpus)
+                    .collect(),
+                None => (0..ncpus).collect(),
+            };
+            if task.allowed.is_empty() {
+                task.allowed = (0..ncpus).collect();
+            }
         }
     }
 
@@ -480,6 +540,12 @@ impl<K: SchedClass> Machine<K> {
             let Some(ev) = self.next_event(t) else {
                 return self.block(t, true);
             };
+            // A new phase may forbid the CPU it runs on: move, then go on.
+            if !self.tasks[t].allowed.contains(&self.tasks[t].cpu) {
+                self.tasks[t].event -= 1;
+                self.block(t, false);
+                return self.wake(t);
+            }
             match ev {
                 Event::Run(us) | Event::Runtime(us) => {
                     let task = &mut self.tasks[t];

@@ -91,3 +91,30 @@ fn a_52_share_group_beside_a_1024_share_group_gets_4_8_percent() {
         .collect();
     assert!(a.iter().all(|x| (x - a[0]).abs() < 0.01), "{a:?}");
 }
+
+#[test]
+fn four_hogs_started_on_cpu_0_settle_2_plus_2_within_a_second() {
+    // Each hog spends its first phase pinned to CPU 0, then may go anywhere.
+    let w = parse(
+        r#"{"tasks": {"hog": {"instance": 4, "loop": 1, "phases": {
+            "start": {"cpus": [0], "run": 1000},
+            "free": {"run": 3000000}
+        }}}}"#,
+        "test",
+    )
+    .unwrap();
+    let mut m = Machine::new(Platform::uniform(2), w, Cfs::new(2)).unwrap();
+    m.run_until(1_000_000_000);
+    let at_1s = m.stats();
+    m.run_until(2_000_000_000);
+    let at_2s = m.stats();
+    // Over the second second, each hog gets half a CPU: 2 + 2.
+    for (a, b) in at_1s.iter().zip(&at_2s) {
+        let share = (b.cpu_ns - a.cpu_ns) as f64 / 1e9;
+        assert!((share - 0.5).abs() < 0.05, "{}: {share}", b.name);
+    }
+    assert!(
+        at_1s.iter().map(|s| s.migrations).sum::<u64>() >= 2,
+        "balancing moved two hogs"
+    );
+}

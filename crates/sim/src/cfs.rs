@@ -482,6 +482,10 @@ impl SchedClass for Cfs {
         self.running[cpu]
     }
 
+    fn queued(&self, cpu: usize) -> Vec<TaskId> {
+        self.tasks_on(cpu)
+    }
+
     /// Paper 000's model of 2.6.32's `load_balance`, pair-wise: `cpu` pulls
     /// from the busiest queue.
     ///

@@ -53,6 +53,8 @@ pub trait SchedClass {
     fn nr_running(&self, cpu: usize) -> usize;
     /// The task running on `cpu`.
     fn curr(&self, cpu: usize) -> Option<TaskId>;
+    /// The tasks queued on `cpu`, the running one included.
+    fn queued(&self, cpu: usize) -> Vec<TaskId>;
     /// Load balancing for `cpu` (`load_balance` from the periodic or the
     /// new-idle path): moves queued tasks from other CPUs to it and says
     /// which (task, from). `allowed(t, cpu)` tells whether `t` may run on

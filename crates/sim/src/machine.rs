@@ -22,6 +22,8 @@ pub struct Platform {
     pub capacities: Vec<u32>,
     /// Timer interrupts per second (CONFIG_HZ).
     pub hz: u32,
+    /// CPU hot-plug: at (ns), CPU, online or not.
+    pub hotplug: Vec<(Ns, usize, bool)>,
 }
 
 impl Platform {
@@ -30,6 +32,7 @@ impl Platform {
         Platform {
             capacities: vec![1024; n],
             hz: 250,
+            hotplug: Vec::new(),
         }
     }
 }
@@ -61,6 +64,11 @@ enum Ev {
     Tick(usize),
     RunDone(TaskId, u64),
     Wake(TaskId, u64),
+    Hotplug(usize, bool),
+    /// An idle CPU picks a task (after a wake-up).
+    Schedule(usize),
+    /// The CPU's current task yields to a woken one.
+    Preempt(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -107,6 +115,7 @@ pub struct Machine<K: SchedClass> {
     barriers: HashMap<String, (usize, Vec<TaskId>)>,
     /// Ticks seen per CPU (for the balancing interval).
     ticks: Vec<u64>,
+    online: Vec<bool>,
 }
 
 impl<K: SchedClass> Machine<K> {
@@ -186,6 +195,12 @@ impl<K: SchedClass> Machine<K> {
         for id in 0..tasks.len() {
             q.at(0, Ev::Start(id));
         }
+        for &(at, cpu, on) in &platform.hotplug {
+            if cpu >= ncpus {
+                return Err(format!("hot-plug of CPU {cpu}, but there are {ncpus} CPUs"));
+            }
+            q.at(at, Ev::Hotplug(cpu, on));
+        }
         let tick = 1_000_000_000 / platform.hz.max(1) as u64;
         for cpu in 0..ncpus {
             q.at(tick, Ev::Tick(cpu));
@@ -206,6 +221,7 @@ impl<K: SchedClass> Machine<K> {
             suspended: HashMap::new(),
             barriers,
             ticks: vec![0; ncpus],
+            online: vec![true; ncpus],
         })
     }
 
@@ -230,8 +246,13 @@ impl<K: SchedClass> Machine<K> {
                     self.step_task(t);
                 }
                 Ev::Wake(t, gen) if gen == self.tasks[t].gen => self.wake(t),
+                Ev::Hotplug(cpu, on) => self.hotplug(cpu, on),
+                Ev::Schedule(cpu) => self.schedule(cpu),
+                Ev::Preempt(cpu) => self.preempt(cpu),
                 _ => {}
             }
+            #[cfg(debug_assertions)]
+            self.check_invariants();
             if self.tasks.iter().all(|t| t.state == State::Exited) {
                 break;
             }
@@ -290,6 +311,10 @@ impl<K: SchedClass> Machine<K> {
     }
 
     fn tick(&mut self, cpu: usize) {
+        if !self.online[cpu] {
+            self.q.after(self.tick_ns(), Ev::Tick(cpu));
+            return;
+        }
         let now = self.now();
         if self.k.tick(cpu, now) {
             self.preempt(cpu);
@@ -320,7 +345,7 @@ impl<K: SchedClass> Machine<K> {
         }
         let now = self.now();
         let prev = self.tasks[t].cpu;
-        let allowed = self.tasks[t].allowed.clone();
+        let allowed = self.usable(t);
         let cpu = self.k.select_task_rq(t, prev, &allowed);
         let task = &mut self.tasks[t];
         task.state = State::Runnable;
@@ -331,11 +356,14 @@ impl<K: SchedClass> Machine<K> {
         }
         task.cpu = cpu;
         self.k.enqueue(cpu, t, true, now);
+        // The reschedule happens at this same instant but from the event
+        // queue (as the kernel's resched IPI / need_resched does), so a
+        // chain of wake-ups never deepens the stack.
         match self.k.curr(cpu) {
-            None => self.schedule(cpu),
+            None => self.q.after(0, Ev::Schedule(cpu)),
             Some(_) => {
                 if self.k.check_preempt_wakeup(cpu, t, now) {
-                    self.preempt(cpu);
+                    self.q.after(0, Ev::Preempt(cpu));
                 }
             }
         }
@@ -380,6 +408,95 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
+    /// The CPUs `t` may use now: its allowed CPUs that are online, or,
+    /// when none is (its CPUs were all unplugged), every online CPU — the
+    /// kernel's `select_fallback_rq` breaks the affinity the same way.
+    fn usable(&self, t: TaskId) -> Vec<usize> {
+        let a: Vec<usize> = self.tasks[t]
+            .allowed
+            .iter()
+            .copied()
+            .filter(|&c| self.online[c])
+            .collect();
+        if a.is_empty() {
+            (0..self.online.len()).filter(|&c| self.online[c]).collect()
+        } else {
+            a
+        }
+    }
+
+    /// CPU hot-plug. Going offline, the CPU's tasks move to other CPUs
+    /// (`migrate_tasks` in the CPU-down path); coming online, it starts
+    /// empty and takes load by balancing.
+    fn hotplug(&mut self, cpu: usize, on: bool) {
+        if self.online[cpu] == on {
+            return;
+        }
+        if on {
+            self.online[cpu] = true;
+            return;
+        }
+        if self.online.iter().filter(|&&o| o).count() == 1 {
+            return; // the last CPU never goes (the kernel refuses too)
+        }
+        self.online[cpu] = false;
+        let now = self.now();
+        if let Some(c) = self.k.curr(cpu) {
+            self.charge(c);
+            self.tasks[c].gen += 1;
+            self.k.put_prev(cpu, c, now);
+            self.tasks[c].state = State::Runnable;
+        }
+        for t in self.k.queued(cpu) {
+            self.k.dequeue(cpu, t, now);
+            let task = &mut self.tasks[t];
+            task.state = State::Blocked;
+            task.woke_at = None;
+            self.wake(t);
+            self.tasks[t].stats.wakeups -= 1;
+        }
+    }
+
+    /// What must hold after every event (test builds): no task runs on an
+    /// offline CPU or one it may not use, no task runs on two CPUs, and the
+    /// CPU time handed out fits in the time that passed.
+    #[cfg(debug_assertions)]
+    fn check_invariants(&self) {
+        let mut running = 0;
+        for cpu in 0..self.online.len() {
+            if let Some(t) = self.k.curr(cpu) {
+                running += 1;
+                let task = &self.tasks[t];
+                assert!(self.online[cpu], "task {t} runs on offline CPU {cpu}");
+                assert_eq!(
+                    task.state,
+                    State::Running,
+                    "curr {t} of CPU {cpu} is not running"
+                );
+                assert_eq!(
+                    task.cpu, cpu,
+                    "task {t} runs on {cpu} but thinks it is on {}",
+                    task.cpu
+                );
+                assert!(
+                    self.usable(t).contains(&cpu),
+                    "task {t} runs on CPU {cpu}, outside its CPUs"
+                );
+            }
+        }
+        let states = self
+            .tasks
+            .iter()
+            .filter(|t| t.state == State::Running)
+            .count();
+        assert_eq!(running, states, "running tasks and busy CPUs disagree");
+        let used: Ns = self.tasks.iter().map(|t| t.stats.cpu_ns).sum();
+        assert!(
+            used <= self.now() * self.online.len() as Ns,
+            "more CPU time than time passed"
+        );
+    }
+
     fn tick_ns(&self) -> Ns {
         1_000_000_000 / self.platform.hz.max(1) as u64
     }
@@ -387,7 +504,10 @@ impl<K: SchedClass> Machine<K> {
     /// Runs the model's balancer for `cpu` and books the moves.
     fn balance(&mut self, cpu: usize, newidle: bool) -> Vec<(TaskId, usize)> {
         let now = self.now();
-        let allowed: Vec<Vec<usize>> = self.tasks.iter().map(|t| t.allowed.clone()).collect();
+        if !self.online[cpu] {
+            return Vec::new();
+        }
+        let allowed: Vec<Vec<usize>> = (0..self.tasks.len()).map(|t| self.usable(t)).collect();
         let moved = self
             .k
             .balance(cpu, now, newidle, &|t, c| allowed[t].contains(&c));
@@ -541,7 +661,7 @@ impl<K: SchedClass> Machine<K> {
                 return self.block(t, true);
             };
             // A new phase may forbid the CPU it runs on: move, then go on.
-            if !self.tasks[t].allowed.contains(&self.tasks[t].cpu) {
+            if !self.usable(t).contains(&self.tasks[t].cpu) {
                 self.tasks[t].event -= 1;
                 self.block(t, false);
                 return self.wake(t);
@@ -640,8 +760,10 @@ impl<K: SchedClass> Machine<K> {
                     }
                 }
                 Event::Yield => {
+                    // sched_yield: back to the queue, from the event loop.
                     let cpu = self.tasks[t].cpu;
-                    return self.preempt(cpu);
+                    self.q.after(0, Ev::Preempt(cpu));
+                    return;
                 }
             }
         }

@@ -118,3 +118,57 @@ fn four_hogs_started_on_cpu_0_settle_2_plus_2_within_a_second() {
         "balancing moved two hogs"
     );
 }
+
+#[test]
+fn after_cpu1_goes_offline_nothing_runs_there() {
+    let w = parse(
+        r#"{"tasks": {
+            "hog": {"instance": 3, "run": 100000},
+            "p": {"cpus": [1], "loop": -1, "run": 2000, "timer": {"ref": "t", "period": 10000}}
+        }}"#,
+        "test",
+    )
+    .unwrap();
+    let mut platform = Platform::uniform(2);
+    platform.hotplug = vec![(500_000_000, 1, false), (1_500_000_000, 1, true)];
+    // The machine checks at every event (test builds) that no task runs on
+    // an offline CPU; run across the off and on events.
+    let mut m = Machine::new(platform, w, Cfs::new(2)).unwrap();
+    m.run_until(1_000_000_000);
+    let mid = m.stats();
+    m.run_until(1_400_000_000);
+    let later = m.stats();
+    // While CPU 1 is off, one CPU's worth of time is shared by all four.
+    let used: u64 = later
+        .iter()
+        .zip(&mid)
+        .map(|(b, a)| b.cpu_ns - a.cpu_ns)
+        .sum();
+    assert!((used as f64 / 400_000_000.0 - 1.0).abs() < 0.01, "{used}");
+    // The periodic thread pinned to CPU 1 was moved (affinity broken) and ran.
+    assert!(later[3].cpu_ns > mid[3].cpu_ns);
+    m.run_until(2_500_000_000);
+    let end = m.stats();
+    let after_on: u64 = end
+        .iter()
+        .zip(&later)
+        .map(|(b, a)| b.cpu_ns - a.cpu_ns)
+        .sum();
+    assert!(
+        after_on > 1_500_000_000,
+        "CPU 1 is used again after coming back: {after_on}"
+    );
+}
+
+#[test]
+fn tasks_that_only_yield_and_resume_each_other_do_not_overflow() {
+    let s = run(
+        r#"{"tasks": {
+            "a": {"loop": 100000, "yield": "", "resume": "b", "suspend": "a"},
+            "b": {"loop": 100000, "yield": "", "resume": "a", "suspend": "b"}
+        }}"#,
+        1,
+        1.0,
+    );
+    assert_eq!(s.len(), 2);
+}

@@ -80,6 +80,46 @@ pub enum Command {
     /// Experiments on this machine's kernel.
     #[command(subcommand)]
     Lab(LabCommand),
+    /// Simulate an rt-app workload on a model of the Linux scheduler.
+    ///
+    /// Today: CFS as in Linux 2.6.32-3.0 (the papers' kernels) with group
+    /// shares, pair-wise load balancing, CPU capacities and hot-plug. EEVDF,
+    /// the RT class and CFS bandwidth are still to come.
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// The rt-app JSON workload.
+    #[arg(required_unless_present = "bench")]
+    pub workload: Option<PathBuf>,
+    /// Number of CPUs (capacity 1024 each, unless --capacities).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub cpus: usize,
+    /// Capacity of each CPU, e.g. 1024,1024,446,446 (sets the CPU count).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub capacities: Vec<u32>,
+    /// Hot-plug events, e.g. "2s:cpu1=off,5s:cpu1=on".
+    #[arg(long, value_name = "SPEC")]
+    pub hotplug: Option<String>,
+    /// cpu.shares of task groups, e.g. "/bg=52,/apps=1024".
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub group_shares: Vec<String>,
+    /// The kernel model.
+    #[arg(long, value_name = "MODEL", default_value = "cfs", value_parser = ["cfs"])]
+    pub kernel: String,
+    /// Simulated seconds (default: the workload's duration, else 10).
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Seed for anything random (the models are deterministic today).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Measure the simulator's speed instead of running a workload.
+    #[arg(long)]
+    pub bench: bool,
 }
 
 #[derive(Debug, Args)]

@@ -69,6 +69,8 @@ struct Entity {
     rq: RqId,
     /// For a group entity: the group's run queue it stands for.
     my_rq: Option<RqId>,
+    /// For a task's entity: the task.
+    task: Option<TaskId>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -287,6 +289,7 @@ impl Cfs {
             let e = self.entities.len();
             self.entities.push(Entity {
                 weight: NICE_0_WEIGHT,
+                task: Some(self.tasks.len()),
                 ..Default::default()
             });
             self.tasks.push((e, 0));
@@ -381,7 +384,7 @@ impl SchedClass for Cfs {
             }
         }
         let e = self.rqs[rq].curr?;
-        let t = self.tasks.iter().position(|&(te, _)| te == e)?;
+        let t = self.entities[e].task?;
         self.running[cpu] = Some(t);
         Some(t)
     }
@@ -587,11 +590,7 @@ impl Cfs {
             for e in ents {
                 match self.entities[e].my_rq {
                     Some(child) => stack.push(child),
-                    None => {
-                        if let Some(t) = self.tasks.iter().position(|&(te, _)| te == e) {
-                            out.push(t);
-                        }
-                    }
+                    None => out.extend(self.entities[e].task),
                 }
             }
         }

@@ -10,6 +10,7 @@
 //! - [`cfs`]: CFS of Linux 2.6.32–3.0 (flat run queues so far).
 //! - [`machine`]: CPUs with capacities running rt-app threads under a
 //!   kernel model, with per-thread figures.
+//! - [`report`]: the run's summary (per task, per CPU, Jain fairness).
 //!
 //! Still to come: group scheduling and bandwidth, periodic balancing,
 //! hot-plug, EEVDF, the RT class, traces, the CLI.
@@ -22,4 +23,5 @@ pub mod engine;
 pub mod json;
 pub mod kernel;
 pub mod machine;
+pub mod report;
 pub mod rtapp;

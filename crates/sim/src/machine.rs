@@ -116,6 +116,10 @@ pub struct Machine<K: SchedClass> {
     /// Ticks seen per CPU (for the balancing interval).
     ticks: Vec<u64>,
     online: Vec<bool>,
+    /// Busy time per CPU.
+    cpu_busy: Vec<Ns>,
+    /// Threads whose program has ended.
+    exited: usize,
 }
 
 impl<K: SchedClass> Machine<K> {
@@ -222,6 +226,8 @@ impl<K: SchedClass> Machine<K> {
             barriers,
             ticks: vec![0; ncpus],
             online: vec![true; ncpus],
+            cpu_busy: vec![0; ncpus],
+            exited: 0,
         })
     }
 
@@ -253,7 +259,7 @@ impl<K: SchedClass> Machine<K> {
             }
             #[cfg(debug_assertions)]
             self.check_invariants();
-            if self.tasks.iter().all(|t| t.state == State::Exited) {
+            if self.exited == self.tasks.len() {
                 break;
             }
         }
@@ -262,10 +268,22 @@ impl<K: SchedClass> Machine<K> {
             if let Some(c) = self.k.curr(cpu) {
                 let now = end.max(self.q.now());
                 let t = &mut self.tasks[c];
-                t.stats.cpu_ns += now.saturating_sub(t.run_start);
+                let ran = now.saturating_sub(t.run_start);
+                t.stats.cpu_ns += ran;
                 t.run_start = now;
+                self.cpu_busy[cpu] += ran;
             }
         }
+    }
+
+    /// Busy time of each CPU so far.
+    pub fn cpu_busy(&self) -> &[Ns] {
+        &self.cpu_busy
+    }
+
+    /// Simulated time now.
+    pub fn time(&self) -> Ns {
+        self.q.now()
     }
 
     /// Events handled so far.
@@ -308,6 +326,7 @@ impl<K: SchedClass> Machine<K> {
         let done = if task.scaled { ran * cap / 1024 } else { ran };
         task.remaining = task.remaining.saturating_sub(done);
         task.run_start = now;
+        self.cpu_busy[cpu] += ran;
     }
 
     fn tick(&mut self, cpu: usize) {
@@ -507,10 +526,10 @@ impl<K: SchedClass> Machine<K> {
         if !self.online[cpu] {
             return Vec::new();
         }
-        let allowed: Vec<Vec<usize>> = (0..self.tasks.len()).map(|t| self.usable(t)).collect();
-        let moved = self
-            .k
-            .balance(cpu, now, newidle, &|t, c| allowed[t].contains(&c));
+        let (tasks, online) = (&self.tasks, &self.online);
+        let moved = self.k.balance(cpu, now, newidle, &|t, c| {
+            online[c] && tasks[t].allowed.contains(&c)
+        });
         for &(t, _from) in &moved {
             let task = &mut self.tasks[t];
             task.cpu = cpu;
@@ -549,9 +568,12 @@ impl<K: SchedClass> Machine<K> {
         let now = self.now();
         let cpu = self.tasks[t].cpu;
         let task = &mut self.tasks[t];
-        task.stats.cpu_ns += now.saturating_sub(task.run_start);
+        let ran = now.saturating_sub(task.run_start);
+        task.stats.cpu_ns += ran;
         task.run_start = now;
         task.gen += 1;
+        self.cpu_busy[cpu] += ran;
+        self.exited += exited as usize;
         task.state = if exited {
             State::Exited
         } else {

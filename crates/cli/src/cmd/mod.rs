@@ -5,6 +5,7 @@ mod cpus;
 mod exec;
 mod lab;
 mod run;
+mod sim;
 mod status;
 
 use crate::args::{Cli, Command, ConfigCommand, LabCommand, Roots};
@@ -24,6 +25,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Unboost(args) => status::unboost(&args),
         Command::Config(ConfigCommand::Default) => config::default(),
         Command::Config(ConfigCommand::Check { file }) => config::check(&file),
+        Command::Sim(args) => sim::run(&args),
         Command::Lab(LabCommand::Parallel(args)) => lab::parallel(&paths, &args),
         Command::Lab(LabCommand::LatencyCritical(args)) => lab::latency(&paths, &args),
         Command::Lab(LabCommand::Heavy(args)) => lab::heavy(&paths, &args),

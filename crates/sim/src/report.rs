@@ -1,0 +1,84 @@
+//! What a simulation run reports, for people (tables) and programs (JSON).
+
+use crate::engine::Ns;
+use crate::kernel::SchedClass;
+use crate::machine::Machine;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TaskSummary {
+    pub name: String,
+    pub cpu_s: f64,
+    /// CPU time over simulated time (1.0 = a whole CPU).
+    pub share: f64,
+    pub wakeups: u64,
+    pub latency_p50_us: f64,
+    pub latency_p99_us: f64,
+    pub latency_max_us: f64,
+    pub migrations: u64,
+    pub preemptions: u64,
+    pub switches: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub kernel: String,
+    pub cpus: usize,
+    pub simulated_s: f64,
+    pub events: u64,
+    pub tasks: Vec<TaskSummary>,
+    /// Busy time over simulated time, per CPU.
+    pub cpu_utilisation: Vec<f64>,
+    /// Jain's fairness index of the tasks' CPU time,
+    /// (Σx)² / (n · Σx²): 1 when all got the same.
+    pub jain_fairness: f64,
+}
+
+fn percentile(sorted: &[Ns], p: f64) -> Ns {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Summarises a machine after a run.
+pub fn summarise<K: SchedClass>(m: &Machine<K>) -> Summary {
+    let t = m.time().max(1) as f64;
+    let tasks: Vec<TaskSummary> = m
+        .stats()
+        .into_iter()
+        .map(|s| {
+            let mut lat = s.wakeup_latency_ns.clone();
+            lat.sort_unstable();
+            TaskSummary {
+                cpu_s: s.cpu_ns as f64 / 1e9,
+                share: s.cpu_ns as f64 / t,
+                wakeups: s.wakeups,
+                latency_p50_us: percentile(&lat, 50.0) as f64 / 1e3,
+                latency_p99_us: percentile(&lat, 99.0) as f64 / 1e3,
+                latency_max_us: lat.last().copied().unwrap_or(0) as f64 / 1e3,
+                migrations: s.migrations,
+                preemptions: s.preemptions,
+                switches: s.switches,
+                name: s.name,
+            }
+        })
+        .collect();
+    let xs: Vec<f64> = tasks.iter().map(|t| t.cpu_s).collect();
+    let sum: f64 = xs.iter().sum();
+    let sq: f64 = xs.iter().map(|x| x * x).sum();
+    Summary {
+        kernel: m.kernel().name().to_string(),
+        cpus: m.cpu_busy().len(),
+        simulated_s: t / 1e9,
+        events: m.events(),
+        cpu_utilisation: m.cpu_busy().iter().map(|&b| b as f64 / t).collect(),
+        jain_fairness: if sq == 0.0 {
+            1.0
+        } else {
+            sum * sum / (xs.len() as f64 * sq)
+        },
+        tasks,
+    }
+}

@@ -139,14 +139,7 @@ impl<K: SchedClass> Machine<K> {
                 ));
             }
             // The first phase's CPUs, else the task's.
-            let allowed: Vec<usize> = match t.phases[0].cpus.as_ref().or(t.cpus.as_ref()) {
-                Some(c) => c
-                    .iter()
-                    .map(|&c| c as usize)
-                    .filter(|&c| c < ncpus)
-                    .collect(),
-                None => (0..ncpus).collect(),
-            };
+            let allowed = cpus_of(t, 0, ncpus);
             if allowed.is_empty() {
                 return Err(format!("task {:?}: none of its CPUs exist", t.name));
             }
@@ -620,15 +613,7 @@ impl<K: SchedClass> Machine<K> {
             task.phase_loops_left = spec.phases[task.phase].loops;
             // A phase may narrow (or widen) the CPUs the thread may use.
             let ncpus = self.platform.capacities.len();
-            let cpus = spec.phases[task.phase].cpus.as_ref().or(spec.cpus.as_ref());
-            task.allowed = match cpus {
-                Some(c) => c
-                    .iter()
-                    .map(|&c| c as usize)
-                    .filter(|&c| c < ncpus)
-                    .collect(),
-                None => (0..ncpus).collect(),
-            };
+            task.allowed = cpus_of(spec, task.phase, ncpus);
             if task.allowed.is_empty() {
                 task.allowed = (0..ncpus).collect();
             }
@@ -789,6 +774,19 @@ impl<K: SchedClass> Machine<K> {
                 }
             }
         }
+    }
+}
+
+/// The CPUs phase `phase` of `task` may use: the phase's `cpus`, else the
+/// task's, else all; CPUs the platform lacks are dropped.
+fn cpus_of(task: &crate::rtapp::Task, phase: usize, ncpus: usize) -> Vec<usize> {
+    match task.phases[phase].cpus.as_ref().or(task.cpus.as_ref()) {
+        Some(c) => c
+            .iter()
+            .map(|&c| c as usize)
+            .filter(|&c| c < ncpus)
+            .collect(),
+        None => (0..ncpus).collect(),
     }
 }
 

@@ -271,6 +271,9 @@ impl Placer {
                 error: std::io::Error::other(format!("group {group} was never created")),
             });
         }
+        if !self.alive(pid, tid) {
+            return Ok(false);
+        }
         match self.layout.clone() {
             Layout::V1 { cpu, cpuset } => {
                 if !self.origins.contains_key(&tid) {
@@ -309,8 +312,8 @@ impl Placer {
         }
         self.placed.insert(tid, (pid, group.to_string()));
         match self.attrs.get(group).copied() {
-            Some((nice, slice)) => self.set_attrs(tid, nice, slice),
-            None => self.restore_attrs(tid),
+            Some((nice, slice)) => self.set_attrs(pid, tid, nice, slice),
+            None => self.restore_attrs(pid, tid),
         }
         Ok(true)
     }
@@ -319,7 +322,10 @@ impl Placer {
     /// own the first time. Best effort: a kernel before 6.12 ignores the
     /// slice of a fair thread, and a thread that exited or left the fair
     /// class keeps what it has.
-    fn set_attrs(&mut self, tid: u32, nice: Option<i32>, slice_ns: Option<u64>) {
+    fn set_attrs(&mut self, pid: u32, tid: u32, nice: Option<i32>, slice_ns: Option<u64>) {
+        if !self.alive(pid, tid) {
+            return;
+        }
         let Ok(old) = crate::sched::sched_getattr(tid) else {
             return;
         };
@@ -341,8 +347,11 @@ impl Placer {
 
     /// Gives `tid` back the nice value and slice it had before corral
     /// changed them.
-    fn restore_attrs(&mut self, tid: u32) {
+    fn restore_attrs(&mut self, pid: u32, tid: u32) {
         if let Some((nice, slice)) = self.old_attrs.remove(&tid) {
+            if !self.alive(pid, tid) {
+                return;
+            }
             let slice = if slice == self.default_slice_ns {
                 0
             } else {
@@ -357,11 +366,17 @@ impl Placer {
         let Some((pid, _)) = self.placed.remove(&tid) else {
             return Ok(());
         };
-        self.restore_attrs(tid);
+        self.restore_attrs(pid, tid);
+        // A thread that exited is gone from the groups already; and its TID
+        // may since name someone else's thread, which corral must not move.
+        let tid_alive = self.alive(pid, tid);
+        let pid_alive = self.procfs.join(pid.to_string()).is_dir();
         match self.layout.clone() {
             Layout::V1 { cpu, cpuset } => {
                 if let Some(origin) = self.origins.remove(&tid) {
-                    self.put_back_v1(&cpu, &cpuset, tid, &origin)?;
+                    if tid_alive {
+                        self.put_back_v1(&cpu, &cpuset, tid, &origin)?;
+                    }
                 }
             }
             Layout::V2 { unified } => {
@@ -373,10 +388,12 @@ impl Placer {
                     // goes back to its own domain.
                     self.v2_members.remove(&pid);
                     if let Some(origin) = self.origins.remove(&pid) {
-                        let dir = existing_or_root(&unified, &origin.cpu);
-                        write_task(&dir.join("cgroup.procs"), &pid.to_string())?;
+                        if pid_alive {
+                            let dir = existing_or_root(&unified, &origin.cpu);
+                            write_task(&dir.join("cgroup.procs"), &pid.to_string())?;
+                        }
                     }
-                } else {
+                } else if tid_alive {
                     // Others of its threads stay managed: back to the domain.
                     write_task(&root.join("cgroup.threads"), &tid.to_string())?;
                 }
@@ -527,6 +544,16 @@ impl Placer {
                 cpuset: None,
             },
         }))
+    }
+
+    /// Whether `tid` is still a thread of `pid` (a TID of an exited
+    /// thread may be reused by any new thread).
+    fn alive(&self, pid: u32, tid: u32) -> bool {
+        self.procfs
+            .join(pid.to_string())
+            .join("task")
+            .join(tid.to_string())
+            .is_dir()
     }
 
     /// The CPUs of corral's shared parent: what a plan may use.

@@ -91,6 +91,8 @@ struct ActiveBoost {
     until_ns: u64,
     /// CPU time when the boost began: the thread "ran" once it is above.
     run_at_start_ns: u64,
+    /// CPU time at the previous look.
+    last_run_ns: u64,
 }
 
 /// Who sent a request (SO_PEERCRED).
@@ -407,6 +409,7 @@ impl<H: Host> Daemon<H> {
                         pid: k.sample.pid,
                         until_ns,
                         run_at_start_ns: progress.run_ns,
+                        last_run_ns: progress.run_ns,
                     },
                 );
                 false
@@ -528,13 +531,27 @@ impl<H: Host> Daemon<H> {
     /// Ends the boosts whose thread blocked after running, exited, or ran
     /// past its cap; returns how many ended. Called every millisecond
     /// while boosts are in force.
+    ///
+    /// "Blocked" needs two looks: the thread is not runnable *and* its CPU
+    /// time has not moved since the previous look (a millisecond before).
+    /// A single look is not enough: measured here, a running handler was
+    /// once reported not runnable for an instant, which ended its boost
+    /// 4 ms into a 50 ms event (that event took 193 ms).
     pub fn check_boosts(&mut self) -> usize {
         let now = self.host.now_ns();
         let mut ended = Vec::new();
-        for (&tid, b) in &self.boosts {
-            let done = match self.host.thread_progress(tid) {
+        let tids: Vec<u32> = self.boosts.keys().copied().collect();
+        for tid in tids {
+            let progress = self.host.thread_progress(tid);
+            let b = self.boosts.get_mut(&tid).expect("listed above");
+            let done = match progress {
                 Ok(None) => true,
-                Ok(Some(p)) => now >= b.until_ns || (p.sleeping && p.run_ns > b.run_at_start_ns),
+                Ok(Some(p)) => {
+                    let ran = p.run_ns > b.run_at_start_ns;
+                    let still = p.run_ns == b.last_run_ns;
+                    b.last_run_ns = p.run_ns;
+                    now >= b.until_ns || (p.sleeping && ran && still)
+                }
                 Err(e) => e.is_gone() || now >= b.until_ns,
             };
             if done {

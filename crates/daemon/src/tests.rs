@@ -275,8 +275,11 @@ fn boost_moves_evicts_and_ends_when_the_thread_blocks_after_running() {
     // It has not run yet: asleep, same CPU time -> still boosted.
     d.host_mut().sleeping = vec![3];
     assert_eq!(d.check_boosts(), 0);
-    // It runs, then blocks: the boost ends at the next check.
+    // It runs, and is seen not runnable while its CPU time still moves
+    // (a transient state): the boost stays.
     d.host_mut().cum.get_mut(&3).unwrap().0 += 1_000_000;
+    assert_eq!(d.check_boosts(), 0);
+    // A millisecond later it has not run since: it blocked, the boost ends.
     assert_eq!(d.check_boosts(), 1);
     assert!(!d.has_boosts());
     assert_ne!(

@@ -57,6 +57,8 @@ pub struct Variant {
     pub boost_call_max_ms: Option<f64>,
     pub boost_errors: usize,
     pub first_boost_error: Option<String>,
+    /// Every event's response time, in order, ms.
+    pub responses_ms: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,6 +98,7 @@ fn variant(name: &str, r: &InteractiveResult, te_ms: f64, boosted: bool) -> Vari
         boost_call_max_ms: boosted.then(|| ms(calls.last().copied().unwrap_or(0))),
         boost_errors: r.boost_errors,
         first_boost_error: r.first_boost_error.clone(),
+        responses_ms: r.response_ns.iter().map(|&n| ms(n)).collect(),
     }
 }
 

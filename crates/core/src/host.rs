@@ -46,28 +46,6 @@ pub trait Host {
     /// is gone. Called every millisecond while boosts are in force.
     fn thread_progress(&mut self, tid: u32) -> Result<Option<ThreadProgress>, Self::Error>;
 
-    /// Sets a thread's nice value and slice at once, ahead of its move
-    /// into the boost group: the part of a boost that is cheap to do
-    /// before answering. Its own values are restored when it leaves the
-    /// boost ([`Host::settle_attrs`]). Hosts without such knobs do nothing.
-    fn raise(
-        &mut self,
-        tid: u32,
-        pid: u32,
-        nice: Option<i32>,
-        slice_ns: Option<u64>,
-    ) -> Result<(), Self::Error> {
-        let _ = (tid, pid, nice, slice_ns);
-        Ok(())
-    }
-
-    /// Gives a thread the nice value and slice of the group it is in now
-    /// (its own, outside corral's attribute groups), after a boost ended.
-    fn settle_attrs(&mut self, tid: u32, pid: u32) -> Result<(), Self::Error> {
-        let _ = (tid, pid);
-        Ok(())
-    }
-
     /// A one-line description of the backend, for status and logs.
     fn describe(&self) -> String;
 }

@@ -85,6 +85,7 @@ pub struct Daemon<H: Host> {
 /// A boost in force.
 #[derive(Debug, Clone)]
 struct ActiveBoost {
+    #[allow(dead_code)]
     pid: u32,
     /// The cap, on the host's clock.
     until_ns: u64,
@@ -430,16 +431,16 @@ impl<H: Host> Daemon<H> {
                     cpu: None,
                 });
             }
-            // The priority first (one sched_setattr, microseconds), then the
-            // answer; the move into the boost group (a cgroup write, which
-            // now and then waits out an RCU grace period) and the eviction
-            // follow right after it, in `settle`.
-            let pid = k.sample.pid;
-            let nice = Some(self.config.plan.boost_nice);
-            let slice = (self.config.plan.boost_slice_us > 0)
-                .then_some(self.config.plan.boost_slice_us * 1000);
-            match self.host.raise(tid, pid, nice, slice) {
+            let change = Change::Move {
+                tid,
+                pid: k.sample.pid,
+                group: plan::BOOST.to_string(),
+            };
+            match self.host.apply(&change) {
                 Ok(()) => {
+                    self.applied
+                        .placements
+                        .insert(tid, (k.sample.pid, plan::BOOST.to_string()));
                     self.ensure_plan_thread(tid);
                     self.pending_replan = true;
                     return Ok(BoostReply {
@@ -519,12 +520,11 @@ impl<H: Host> Daemon<H> {
                 "permission denied: thread {tid} belongs to another user"
             ));
         }
-        let Some(b) = self.boosts.remove(&tid) else {
+        if self.boosts.remove(&tid).is_none() {
             return Err(format!("thread {tid} is not boosted"));
-        };
+        }
         let mut report = StepReport::default();
         self.replan(&mut report);
-        let _ = self.host.settle_attrs(tid, b.pid);
         Ok(())
     }
 
@@ -558,19 +558,13 @@ impl<H: Host> Daemon<H> {
                 ended.push(tid);
             }
         }
-        let ended: Vec<(u32, u32)> = ended
-            .into_iter()
-            .filter_map(|tid| self.boosts.remove(&tid).map(|b| (tid, b.pid)))
-            .collect();
+        for tid in &ended {
+            self.boosts.remove(tid);
+        }
         if !ended.is_empty() {
             let mut report = StepReport::default();
             self.replan(&mut report);
             self.last.errors.extend(report.errors);
-            // A boost raised before its move: whatever group the thread is
-            // in now, it gets that group's attributes or its own back.
-            for &(tid, pid) in &ended {
-                let _ = self.host.settle_attrs(tid, pid);
-            }
         }
         ended.len()
     }

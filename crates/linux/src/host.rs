@@ -129,26 +129,6 @@ impl Host for LinuxHost {
         share_levels(&self.paths, &mount, self.version_v1, tid)
     }
 
-    fn raise(
-        &mut self,
-        tid: u32,
-        pid: u32,
-        nice: Option<i32>,
-        slice_ns: Option<u64>,
-    ) -> Result<()> {
-        if !self.dry_run {
-            self.placer.raise(pid, tid, nice, slice_ns);
-        }
-        Ok(())
-    }
-
-    fn settle_attrs(&mut self, tid: u32, pid: u32) -> Result<()> {
-        if !self.dry_run {
-            self.placer.settle_attrs(pid, tid);
-        }
-        Ok(())
-    }
-
     fn thread_progress(&mut self, tid: u32) -> Result<Option<ThreadProgress>> {
         let dir = self.paths.procfs.join(tid.to_string());
         let Some(stat) = crate::fsutil::read_opt(&dir.join("stat"))? else {

@@ -322,25 +322,6 @@ impl Placer {
     /// own the first time. Best effort: a kernel before 6.12 ignores the
     /// slice of a fair thread, and a thread that exited or left the fair
     /// class keeps what it has.
-    /// Raises a thread ahead of its move (see `Host::raise`).
-    pub fn raise(&mut self, pid: u32, tid: u32, nice: Option<i32>, slice_ns: Option<u64>) {
-        self.set_attrs(pid, tid, nice, slice_ns);
-    }
-
-    /// Gives `tid` the attributes of the group it is placed in now, or its
-    /// own when that group sets none.
-    pub fn settle_attrs(&mut self, pid: u32, tid: u32) {
-        match self
-            .placed
-            .get(&tid)
-            .and_then(|(_, g)| self.attrs.get(g))
-            .copied()
-        {
-            Some((nice, slice)) => self.set_attrs(pid, tid, nice, slice),
-            None => self.restore_attrs(pid, tid),
-        }
-    }
-
     fn set_attrs(&mut self, pid: u32, tid: u32, nice: Option<i32>, slice_ns: Option<u64>) {
         if !self.alive(pid, tid) {
             return;

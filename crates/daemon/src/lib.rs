@@ -93,6 +93,8 @@ struct ActiveBoost {
     run_at_start_ns: u64,
     /// CPU time at the previous look.
     last_run_ns: u64,
+    /// When the boost began (extensions are capped from here).
+    started_ns: u64,
 }
 
 /// Who sent a request (SO_PEERCRED).
@@ -344,6 +346,15 @@ impl<H: Host> Daemon<H> {
         max_ms: Option<u64>,
         caller: Caller,
     ) -> Result<BoostReply, String> {
+        // The rate limit comes first: every request counts, and a request
+        // for an unknown thread may cost a whole step.
+        let now = self.host.now_ns();
+        let rate = self.config.boost.rate_per_s;
+        if !self.rate.allow(caller.uid, now, rate) {
+            return Err(format!(
+                "rate limit: at most {rate} boosts per second per user"
+            ));
+        }
         if !self.known.contains_key(&tid) {
             // A thread newer than the last sample: sample now rather than
             // refuse (a framework boosts a fresh thread on its first event).
@@ -385,12 +396,6 @@ impl<H: Host> Daemon<H> {
             ));
         }
         let now = self.host.now_ns();
-        if !self.rate.allow(caller.uid, now, cfg.rate_per_s) {
-            return Err(format!(
-                "rate limit: at most {} boosts per second per user",
-                cfg.rate_per_s
-            ));
-        }
         let progress = self
             .host
             .thread_progress(tid)
@@ -399,7 +404,10 @@ impl<H: Host> Daemon<H> {
         let until_ns = now + max_ms * 1_000_000;
         let extended = match self.boosts.get_mut(&tid) {
             Some(b) => {
-                b.until_ns = b.until_ns.max(until_ns);
+                // Extending never carries a boost past max_ms_limit from
+                // when it began: re-boosting cannot hold a thread up for ever.
+                let limit = b.started_ns + cfg.max_ms_limit * 1_000_000;
+                b.until_ns = b.until_ns.max(until_ns).min(limit);
                 true
             }
             None => {
@@ -410,6 +418,7 @@ impl<H: Host> Daemon<H> {
                         until_ns,
                         run_at_start_ns: progress.run_ns,
                         last_run_ns: progress.run_ns,
+                        started_ns: now,
                     },
                 );
                 false

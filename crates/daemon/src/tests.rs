@@ -370,3 +370,24 @@ fn two_boosts_at_once_each_get_a_cpu_and_one_stays_for_the_rest() {
         corral_core::plan::GroupKind::Boost
     );
 }
+
+#[test]
+fn re_boosting_cannot_hold_a_thread_up_past_the_limit() {
+    let mut cfg = Config::default();
+    cfg.boost.default_max_ms = 200;
+    cfg.boost.max_ms_limit = 300;
+    let mut d = Daemon::new(MockHost::new("0-1", vec![(3, 0.95, 1)]), cfg).unwrap();
+    d.step().unwrap();
+    d.step().unwrap();
+    d.boost(3, None, root()).unwrap();
+    for _ in 0..10 {
+        d.host_mut().now += 100_000_000;
+        // Extensions are accepted but capped at 300 ms from the start.
+        let _ = d.boost(3, None, root());
+    }
+    assert_eq!(
+        d.check_boosts(),
+        1,
+        "a second after it began, the boost is over"
+    );
+}

@@ -480,6 +480,23 @@ impl Placer {
                 }
             }
             Layout::V2 { unified } => {
+                let root = unified.join(&self.root_name);
+                if dir != root {
+                    // A threaded child: the kernel refuses to list its
+                    // cgroup.procs (EOPNOTSUPP). Its threads go back to the
+                    // domain root; draining the root then moves the
+                    // processes home.
+                    let Some(text) = crate::fsutil::read_opt(&dir.join("cgroup.threads"))? else {
+                        return Ok(());
+                    };
+                    for tid in text
+                        .split_whitespace()
+                        .filter_map(|t| t.parse::<u32>().ok())
+                    {
+                        write_task(&root.join("cgroup.threads"), &tid.to_string())?;
+                    }
+                    return Ok(());
+                }
                 let Some(text) = crate::fsutil::read_opt(&dir.join("cgroup.procs"))? else {
                     return Ok(());
                 };
@@ -735,6 +752,12 @@ mod tests {
         assert_eq!(read(&g.join("cgroup.threads")), "21");
         p.release(21).unwrap();
         assert_eq!(read(&unified.join("app.slice/cgroup.procs")), "20");
+        // Removing a threaded group drains it through cgroup.threads (the
+        // kernel refuses cgroup.procs there); a stand-in for its listing:
+        std::fs::write(g.join("cgroup.threads"), "21\n").unwrap();
+        std::fs::write(g.join("cgroup.procs"), "not readable on a threaded cgroup").unwrap();
+        let _ = p.remove_group("latency");
+        assert_eq!(read(&unified.join("corral/cgroup.threads")), "21");
     }
 
     #[test]

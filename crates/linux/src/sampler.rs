@@ -171,7 +171,10 @@ impl Sampler {
             self.read_into(pid, tid, &mut out, &mut read)?;
         }
         self.threads.retain(|_, e| e.generation == generation);
-        self.pinned.retain(|tid, _| read.contains(tid));
+        // A pinned thread that was not read this pass has exited: forget it,
+        // or a reused PID/TID would bring an unrelated thread into scope.
+        let seen: HashSet<u32> = out.iter().map(|s| s.tid).collect();
+        self.pinned.retain(|tid, _| seen.contains(tid));
         let threads = &self.threads;
         self.exe_cache
             .retain(|pid, _| threads.values().any(|e| e.sample.pid == *pid));

@@ -272,6 +272,7 @@ fn privileged_a_boosted_thread_that_sleeps_is_restored_within_a_few_ms() {
         restored_at.expect("restored"),
     );
     let lag = r.saturating_duration_since(b);
+    println!("restored {lag:?} after it was seen to block");
     assert!(
         lag < Duration::from_millis(20),
         "restored {lag:?} after it blocked"

@@ -262,6 +262,14 @@ impl<H: Host> Daemon<H> {
     /// Plans from the last classification and the boosts in force, and
     /// applies the difference.
     fn replan(&mut self, report: &mut StepReport) {
+        self.replan_first(report, &[]);
+    }
+
+    /// As `replan`, but the threads in `first` move before anything else
+    /// when their target group already exists unchanged: a thread whose
+    /// boost ended leaves the boost group at once, and the slower cpuset
+    /// rewrites of the other groups follow.
+    fn replan_first(&mut self, report: &mut StepReport, first: &[u32]) {
         for t in &mut self.plan_threads {
             t.boosted = self.boosts.contains_key(&t.tid);
         }
@@ -282,7 +290,20 @@ impl<H: Host> Daemon<H> {
             }
         }
         report.notes = next.notes.clone();
-        let changes = plan::diff(&self.applied, &next);
+        let mut changes = plan::diff(&self.applied, &next);
+        if !first.is_empty() {
+            let ready = |c: &Change| match c {
+                Change::Move { tid, group, .. } => {
+                    first.contains(tid) && self.applied.groups.get(group) == next.groups.get(group)
+                }
+                Change::Release { tid } => first.contains(tid),
+                _ => false,
+            };
+            let (mut head, tail): (Vec<Change>, Vec<Change>) =
+                changes.into_iter().partition(|c| ready(c));
+            head.extend(tail);
+            changes = head;
+        }
         let mut failed_groups = HashSet::new();
         for change in &changes {
             if let Change::Move { group, tid, .. } = change {
@@ -533,7 +554,7 @@ impl<H: Host> Daemon<H> {
             return Err(format!("thread {tid} is not boosted"));
         }
         let mut report = StepReport::default();
-        self.replan(&mut report);
+        self.replan_first(&mut report, &[tid]);
         Ok(())
     }
 
@@ -572,7 +593,7 @@ impl<H: Host> Daemon<H> {
         }
         if !ended.is_empty() {
             let mut report = StepReport::default();
-            self.replan(&mut report);
+            self.replan_first(&mut report, &ended);
             self.last.errors.extend(report.errors);
         }
         ended.len()

@@ -274,6 +274,11 @@ pub enum LabCommand {
     BoostLatency {
         #[arg(long, value_name = "N", default_value_t = 1000)]
         requests: usize,
+        /// Pause between a request's unboost and the next request, ms (an
+        /// input event is rarely back to back with the last one; an idle
+        /// machine is the slow case for cgroup writes).
+        #[arg(long, value_name = "MS", default_value_t = 20)]
+        gap_ms: u64,
         #[arg(long)]
         json: bool,
     },

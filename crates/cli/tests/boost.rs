@@ -137,8 +137,10 @@ fn nice(tid: u32) -> i32 {
     corral_linux::sched::sched_getattr(tid).unwrap().sched_nice
 }
 
+/// Raised: in its own boost group with the boost's nice value (between
+/// boosts it stays in that group, at its own nice).
 fn boosted(tid: u32) -> bool {
-    cpu_cgroup(tid).ends_with("/boost")
+    cpu_cgroup(tid).ends_with(&format!("/boost-{tid}")) && nice(tid) == -20
 }
 
 /// Waits up to `limit` for `cond`; returns how long it took.
@@ -310,14 +312,15 @@ fn privileged_a_client_killed_mid_boost_leaves_nothing_behind() {
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
-    let boost_members = v["groups"]
+    assert_eq!(v["boosted"], serde_json::json!([]), "{v}");
+    // Its own group is back at an ordinary weight.
+    let raised: Vec<&serde_json::Value> = v["groups"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|g| g["name"] == "boost")
-        .map(|g| g["members"].as_u64().unwrap())
-        .sum::<u64>();
-    assert_eq!(boost_members, 0);
+        .filter(|g| g["kind"] == "boost" && g["shares"].as_u64() != Some(1024))
+        .collect();
+    assert!(raised.is_empty(), "{raised:?}");
 }
 
 #[test]

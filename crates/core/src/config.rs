@@ -121,6 +121,8 @@ pub struct BoostConfig {
     pub default_max_ms: u64,
     pub max_ms_limit: u64,
     pub rate_per_s: u32,
+    /// How long a boosted thread keeps its own group after its last boost.
+    pub keep_group_s: u64,
 }
 
 impl Default for BoostConfig {
@@ -129,6 +131,7 @@ impl Default for BoostConfig {
             default_max_ms: 250,
             max_ms_limit: 5000,
             rate_per_s: 100,
+            keep_group_s: 300,
         }
     }
 }

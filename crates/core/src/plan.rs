@@ -35,7 +35,11 @@ pub fn dedicated_name(cpu: u32) -> String {
 pub const MEDIUM: &str = "medium";
 pub const LATENCY: &str = "latency";
 pub const SHARED: &str = "shared";
-pub const BOOST: &str = "boost";
+
+/// Name of a boosted thread's own group: `boost-TID`.
+pub fn boost_name(tid: u32) -> String {
+    format!("boost-{tid}")
+}
 
 /// Preference given to a heavy thread that already has a core.
 const INCUMBENT_BONUS: f64 = 0.05;
@@ -54,8 +58,26 @@ pub struct PlanThread {
     pub util: f64,
     /// The CPU it last ran on.
     pub cpu: u32,
-    /// A framework asked for it to be boosted (paper 001).
-    pub boosted: bool,
+    /// Where it stands with paper 001's boost.
+    pub boost: Boost,
+}
+
+/// A thread's standing with paper 001's boost.
+///
+/// A thread a framework has boosted keeps a group of its own between
+/// boosts (`Ready`), so that raising it again changes only that group's
+/// weight and CPUs and its own nice value and slice: no cgroup move, which
+/// on this kernel waits for an RCU grace period (~8 ms, measured) whenever
+/// no other move happened in the last few ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Boost {
+    #[default]
+    None,
+    /// Boosted before: in its own group, with an ordinary weight.
+    Ready,
+    /// Boosted now.
+    Active,
 }
 
 /// What a group is for.
@@ -66,7 +88,7 @@ pub enum GroupKind {
     Medium,
     Latency,
     Shared,
-    /// Threads a framework asked corral to raise (paper 001).
+    /// One thread a framework boosts (paper 001), raised or at rest.
     Boost,
 }
 
@@ -134,16 +156,19 @@ pub fn plan(
     threads.dedup_by_key(|t| t.tid);
     let capacity = |cpu: u32| topo.cpu(cpu).map_or(CAPACITY_SCALE, |c| c.capacity);
 
-    // Paper 001's boost, with the userspace form of its balancing rule:
-    // boosted threads go into the boost group (the highest weight, nice
-    // and a short slice) and, with `boost_evict`, get the CPUs they run on
-    // to themselves — every other group leaves those CPUs, heaviest
+    // Paper 001's boost, with the userspace form of its balancing rule
+    // (pull the largest-vruntime task off the boosted thread's run queue):
+    // a boosted thread's own group gets the highest weight, and its
+    // members nice and a short slice; with `boost_evict` the CPU it runs on
+    // is reserved for it — every other group leaves that CPU, heaviest
     // threads included — while at least one CPU stays for everyone else.
-    let boosted: Vec<&PlanThread> = threads.iter().copied().filter(|t| t.boosted).collect();
+    // Memberships never change for a boost, only CPUs and weights (see
+    // [`Boost`]).
     let mut reserved = CpuSet::new();
-    if cfg.boost_evict && !boosted.is_empty() {
+    let mut own_cpu: BTreeMap<u32, u32> = BTreeMap::new();
+    if cfg.boost_evict {
         let room = (usable.len() as usize).saturating_sub(1);
-        for t in &boosted {
+        for t in threads.iter().filter(|t| t.boost == Boost::Active) {
             if reserved.len() as usize >= room {
                 break;
             }
@@ -155,32 +180,19 @@ pub fn plan(
             });
             if let Some(cpu) = pick {
                 reserved.insert(cpu);
+                own_cpu.insert(t.tid, cpu);
             }
         }
     }
-    let all_usable = usable.clone();
-    let usable = usable.difference(&reserved);
-    if !boosted.is_empty() {
-        out.groups.insert(
-            BOOST.to_string(),
-            GroupSpec {
-                name: BOOST.to_string(),
-                kind: GroupKind::Boost,
-                cpus: if reserved.is_empty() {
-                    all_usable.clone()
-                } else {
-                    reserved.clone()
-                },
-                shares: crate::share::MAX_SHARES,
-                slice_ns: (cfg.boost_slice_us > 0).then_some(cfg.boost_slice_us * 1000),
-                nice: Some(cfg.boost_nice),
-            },
-        );
-        for t in &boosted {
-            out.placements.insert(t.tid, (t.pid, BOOST.to_string()));
-        }
-    }
-    let threads: Vec<&PlanThread> = threads.into_iter().filter(|t| !t.boosted).collect();
+    let boosting: Vec<&PlanThread> = threads
+        .iter()
+        .copied()
+        .filter(|t| t.boost != Boost::None)
+        .collect();
+    let threads: Vec<&PlanThread> = threads
+        .into_iter()
+        .filter(|t| t.boost == Boost::None)
+        .collect();
 
     // Heavy threads, by peak (incumbents favoured), then tid.
     let prev_cpu = |tid: u32| previous.and_then(|p| p.dedicated_cpu(tid));
@@ -359,6 +371,63 @@ pub fn plan(
             rest.len()
         ));
     }
+
+    // Boost groups: at rest, a thread's own group is like the group its
+    // class would give it (latency-critical or shared); raised, it has the
+    // highest weight, the boost's nice and slice, and its reserved CPU.
+    for t in &boosting {
+        let name = boost_name(t.tid);
+        let spec = if t.boost == Boost::Active {
+            GroupSpec {
+                name: name.clone(),
+                kind: GroupKind::Boost,
+                cpus: own_cpu
+                    .get(&t.tid)
+                    .map_or_else(|| usable.clone(), |&c| std::iter::once(c).collect()),
+                shares: crate::share::MAX_SHARES,
+                slice_ns: (cfg.boost_slice_us > 0).then_some(cfg.boost_slice_us * 1000),
+                nice: Some(cfg.boost_nice),
+            }
+        } else {
+            let latency = t.class == Class::LatencyCritical;
+            GroupSpec {
+                name: name.clone(),
+                kind: GroupKind::Boost,
+                cpus: if latency {
+                    rest.clone()
+                } else {
+                    shared_cpus.clone()
+                },
+                shares: if latency {
+                    cfg.latency_shares
+                } else {
+                    cfg.shared_shares
+                },
+                slice_ns: (latency && cfg.latency_slice_us > 0)
+                    .then_some(cfg.latency_slice_us * 1000),
+                nice: None,
+            }
+        };
+        out.groups.insert(name.clone(), spec);
+        out.placements.insert(t.tid, (t.pid, name));
+    }
+    // Eviction: every group that is not a raised boost group leaves the
+    // reserved CPUs; one left with none (a dedicated core that is
+    // reserved) shares the CPUs still free for the boost's duration.
+    if !reserved.is_empty() {
+        let free = usable.difference(&reserved);
+        let raised: Vec<String> = boosting
+            .iter()
+            .filter(|t| t.boost == Boost::Active)
+            .map(|t| boost_name(t.tid))
+            .collect();
+        for g in out.groups.values_mut() {
+            if !raised.contains(&g.name) {
+                let left = g.cpus.difference(&reserved);
+                g.cpus = if left.is_empty() { free.clone() } else { left };
+            }
+        }
+    }
     out
 }
 
@@ -445,7 +514,7 @@ mod tests {
             // On no usable CPU unless a test says otherwise, so the
             // preference order alone decides.
             cpu: u32::MAX,
-            boosted: false,
+            boost: Boost::None,
         }
     }
 
@@ -676,6 +745,62 @@ mod tests {
             // Applying the diff from nothing yields the plan.
             let d = diff(&Plan::default(), &p);
             prop_assert_eq!(d.len(), p.groups.len() + p.placements.len());
+        }
+
+        #[test]
+        fn a_boost_changes_groups_never_placements(
+            online_n in 1u32..9,
+            threads in proptest::collection::vec((1u32..40, class(), 0.0f64..1.0, 0u32..8), 1..30),
+            boosted in proptest::collection::vec(any::<bool>(), 30),
+            evict in any::<bool>(),
+        ) {
+            let tp = topo(&CpuSet::first_n(online_n).to_string(), online_n, &[]);
+            let mut threads: Vec<PlanThread> = threads
+                .into_iter()
+                .map(|(tid, c, p, cpu)| PlanThread { cpu, ..t(tid, c, p) })
+                .collect();
+            threads.sort_by_key(|t| t.tid);
+            threads.dedup_by_key(|t| t.tid);
+            let cfg = PlanConfig { boost_evict: evict, ..Default::default() };
+            let pick = |i: usize| boosted[i % boosted.len()];
+            let at_rest: Vec<PlanThread> = threads.iter().enumerate()
+                .map(|(i, t)| PlanThread { boost: if pick(i) { Boost::Ready } else { Boost::None }, ..t.clone() })
+                .collect();
+            let raised: Vec<PlanThread> = at_rest.iter()
+                .map(|t| PlanThread { boost: if t.boost == Boost::Ready { Boost::Active } else { Boost::None }, ..t.clone() })
+                .collect();
+            let calm = plan(&tp, &at_rest, &cfg, None);
+            let hot = plan(&tp, &raised, &cfg, None);
+            // Same members everywhere: a boost moves no thread.
+            prop_assert_eq!(&calm.placements, &hot.placements);
+            prop_assert_eq!(calm.groups.keys().collect::<Vec<_>>(), hot.groups.keys().collect::<Vec<_>>());
+            // Raised groups: the highest weight and the boost's nice.
+            let raised_names: Vec<String> = raised.iter().filter(|t| t.boost == Boost::Active).map(|t| boost_name(t.tid)).collect();
+            let mut reserved = CpuSet::new();
+            for name in &raised_names {
+                let g = &hot.groups[name];
+                prop_assert_eq!(g.shares, crate::share::MAX_SHARES);
+                prop_assert_eq!(g.nice, Some(cfg.boost_nice));
+                if g.cpus.len() < tp.online.len() {
+                    prop_assert!(evict && g.cpus.len() == 1);
+                    reserved = reserved.union(&g.cpus);
+                }
+            }
+            // At least one CPU stays for everyone else, and nobody else is
+            // on a reserved CPU; no group is ever empty.
+            prop_assert!(reserved.len() < tp.online.len());
+            for g in hot.groups.values() {
+                prop_assert!(!g.cpus.is_empty(), "{} empty", g.name);
+                if !raised_names.contains(&g.name) {
+                    prop_assert!(g.cpus.intersection(&reserved).is_empty(), "{} on a reserved CPU", g.name);
+                }
+            }
+            // Groups at rest are as if no boost had ever been asked for.
+            for (name, g) in &calm.groups {
+                if !raised_names.contains(name) && reserved.is_empty() {
+                    prop_assert_eq!(&hot.groups[name], g);
+                }
+            }
         }
     }
 }

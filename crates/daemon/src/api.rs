@@ -115,6 +115,9 @@ pub struct Status {
     pub online: CpuSet,
     pub heterogeneous: bool,
     pub groups: Vec<GroupStatus>,
+    /// The threads boosted now.
+    #[serde(default)]
+    pub boosted: Vec<u32>,
     /// Threads per class, plus `unmanaged` and `new`.
     pub counts: BTreeMap<String, usize>,
     pub threads: Vec<ThreadStatus>,

@@ -23,7 +23,7 @@ use api::{BoostReply, Explain, GroupStatus, Status, ThreadStatus};
 use corral_core::classify::{eligibility, Class, Classifier, Reason, Unmanaged};
 use corral_core::config::Config;
 use corral_core::host::{Host, HostError};
-use corral_core::plan::{self, Change, Plan, PlanThread};
+use corral_core::plan::{self, Boost, Change, Plan, PlanThread};
 use corral_core::sample::{ThreadSample, ThreadStats, Tracker};
 use corral_core::share::effective_share;
 use corral_core::{CpuSet, Topology};
@@ -72,6 +72,9 @@ pub struct Daemon<H: Host> {
     /// The threads of the last classification, as the planner takes them.
     plan_threads: Vec<PlanThread>,
     boosts: BTreeMap<u32, ActiveBoost>,
+    /// Threads boosted before, with when their last boost began: they keep
+    /// a group of their own for `boost.keep_group_s` (see [`plan::Boost`]).
+    boost_ready: BTreeMap<u32, u64>,
     rate: RateLimit,
     /// A re-plan owed after a boost was answered (eviction happens after
     /// the reply, so a boost call costs only the thread's own move).
@@ -141,6 +144,7 @@ impl<H: Host> Daemon<H> {
             last: StepReport::default(),
             plan_threads: Vec::new(),
             boosts: BTreeMap::new(),
+            boost_ready: BTreeMap::new(),
             rate: RateLimit::default(),
             pending_replan: false,
             stable: Plan::default(),
@@ -240,7 +244,7 @@ impl<H: Host> Daemon<H> {
                             peak: k.peak,
                             util: k.stats.map_or(0.0, |s| s.util),
                             cpu: k.sample.cpu,
-                            boosted: self.boosts.contains_key(&tid),
+                            boost: self.boost_state(tid),
                         });
                     }
                 }
@@ -249,9 +253,18 @@ impl<H: Host> Daemon<H> {
         }
         self.classifier.retain(|tid| known.contains_key(&tid));
         self.known = known;
-        // A boosted thread that vanished from the scope ends its boost.
+        // A boosted thread that vanished from the scope ends its boost; one
+        // not boosted for `keep_group_s` gives its own group up.
         let known = &self.known;
         self.boosts.retain(|tid, _| known.contains_key(tid));
+        let keep_ns = self.config.boost.keep_group_s * 1_000_000_000;
+        let now = self.host.now_ns();
+        let boosts = &self.boosts;
+        self.boost_ready.retain(|tid, last| {
+            known.contains_key(tid)
+                && (boosts.contains_key(tid) || now.saturating_sub(*last) < keep_ns)
+        });
+
         self.plan_threads = plan_threads;
         self.replan(&mut report);
         report.duration_ns = self.host.now_ns().saturating_sub(started);
@@ -265,15 +278,28 @@ impl<H: Host> Daemon<H> {
         self.replan_first(report, &[]);
     }
 
-    /// As `replan`, but the threads in `first` move before anything else
-    /// when their target group already exists unchanged: a thread whose
-    /// boost ended leaves the boost group at once, and the slower cpuset
-    /// rewrites of the other groups follow.
-    fn replan_first(&mut self, report: &mut StepReport, first: &[u32]) {
-        for t in &mut self.plan_threads {
-            t.boosted = self.boosts.contains_key(&t.tid);
+    /// Where `tid` stands with the boost.
+    fn boost_state(&self, tid: u32) -> Boost {
+        if self.boosts.contains_key(&tid) {
+            Boost::Active
+        } else if self.boost_ready.contains_key(&tid) {
+            Boost::Ready
+        } else {
+            Boost::None
         }
-        let mut next = plan::plan(
+    }
+
+    /// The plan for the last classification and the boosts in force.
+    fn next_plan(&mut self) -> Plan {
+        let states: Vec<Boost> = self
+            .plan_threads
+            .iter()
+            .map(|t| self.boost_state(t.tid))
+            .collect();
+        for (t, b) in self.plan_threads.iter_mut().zip(states) {
+            t.boost = b;
+        }
+        let next = plan::plan(
             &self.topology,
             &self.plan_threads,
             &self.config.plan,
@@ -282,17 +308,20 @@ impl<H: Host> Daemon<H> {
         if self.boosts.is_empty() {
             self.stable = next.clone();
         }
-        // Once made, the boost group stays (empty, on the CPUs it last had):
-        // the next boost is then one move, not a group creation.
-        if !next.groups.contains_key(plan::BOOST) {
-            if let Some(g) = self.applied.groups.get(plan::BOOST) {
-                next.groups.insert(plan::BOOST.to_string(), g.clone());
-            }
-        }
+        next
+    }
+
+    /// As `replan`, but the own groups of the threads in `first` change
+    /// before anything else: a thread whose boost ended is lowered at once,
+    /// and the other groups' cpusets follow.
+    fn replan_first(&mut self, report: &mut StepReport, first: &[u32]) {
+        let mut next = self.next_plan();
         report.notes = next.notes.clone();
         let mut changes = plan::diff(&self.applied, &next);
         if !first.is_empty() {
+            let own: Vec<String> = first.iter().map(|&t| plan::boost_name(t)).collect();
             let ready = |c: &Change| match c {
+                Change::SetGroup(g) => own.contains(&g.name),
                 Change::Move { tid, group, .. } => {
                     first.contains(tid) && self.applied.groups.get(group) == next.groups.get(group)
                 }
@@ -445,56 +474,48 @@ impl<H: Host> Daemon<H> {
                 false
             }
         };
-        // Fast path: the boost group exists, so moving the thread into it is
-        // the whole boost; the eviction re-plan runs after the reply
-        // (`settle`). The first boost creates the group and pays for it.
-        if self.applied.groups.contains_key(plan::BOOST) {
-            if self
-                .applied
-                .group_of(tid)
-                .is_some_and(|g| g.kind == plan::GroupKind::Boost)
-            {
-                return Ok(BoostReply {
-                    tid,
-                    max_ms,
-                    extended,
-                    cpu: None,
-                });
-            }
-            let change = Change::Move {
-                tid,
-                pid: k.sample.pid,
-                group: plan::BOOST.to_string(),
+        self.boost_ready.insert(tid, now);
+        let own = plan::boost_name(tid);
+        // Fast path: the thread sits in its own group since an earlier
+        // boost, so raising it is that group's change alone — its members'
+        // nice and slice, its weight and CPU; no cgroup move. The eviction
+        // (the other groups' cpusets) runs right after the reply (`settle`).
+        if self
+            .applied
+            .placements
+            .get(&tid)
+            .is_some_and(|(_, g)| *g == own)
+        {
+            self.ensure_plan_thread(tid);
+            let next = self.next_plan();
+            let Some(spec) = next.groups.get(&own).cloned() else {
+                self.boosts.remove(&tid);
+                return Err(format!("could not boost thread {tid}: no group planned"));
             };
-            match self.host.apply(&change) {
-                Ok(()) => {
-                    self.applied
-                        .placements
-                        .insert(tid, (k.sample.pid, plan::BOOST.to_string()));
-                    self.ensure_plan_thread(tid);
-                    self.pending_replan = true;
-                    return Ok(BoostReply {
-                        tid,
-                        max_ms,
-                        extended,
-                        cpu: None,
-                    });
-                }
-                Err(e) => {
+            if self.applied.groups.get(&own) != Some(&spec) {
+                let change = Change::SetGroup(spec.clone());
+                if let Err(e) = self.host.apply(&change) {
                     self.boosts.remove(&tid);
                     return Err(format!("could not boost thread {tid}: {e}"));
                 }
+                self.applied.groups.insert(own.clone(), spec.clone());
             }
+            self.pending_replan = true;
+            let cpu = Some(&spec)
+                .filter(|g| g.cpus.len() < self.topology.online.len())
+                .and_then(|g| g.cpus.first());
+            return Ok(BoostReply {
+                tid,
+                max_ms,
+                extended,
+                cpu,
+            });
         }
         self.ensure_plan_thread(tid);
         let mut report = StepReport::default();
         self.replan(&mut report);
         self.last.errors.extend(report.errors.iter().cloned());
-        if self
-            .applied
-            .group_of(tid)
-            .is_none_or(|g| g.kind != plan::GroupKind::Boost)
-        {
+        if self.applied.group_of(tid).is_none_or(|g| g.name != own) {
             self.boosts.remove(&tid);
             return Err(format!(
                 "could not boost thread {tid}: {}",
@@ -537,7 +558,7 @@ impl<H: Host> Daemon<H> {
                 peak: k.peak,
                 util: k.stats.map_or(0.0, |s| s.util),
                 cpu: k.sample.cpu,
-                boosted: true,
+                boost: Boost::Active,
             });
         }
     }
@@ -659,6 +680,7 @@ impl<H: Host> Daemon<H> {
             online: self.topology.online.clone(),
             heterogeneous: self.topology.performance.heterogeneous,
             groups,
+            boosted: self.boosts.keys().copied().collect(),
             counts,
             threads,
             notes: self.last.notes.clone(),

@@ -216,8 +216,8 @@ fn explain_and_shutdown() {
 fn socket_serves_status_and_explain() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("corral.sock");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let _guard = server::listen(&path, tx.clone()).unwrap();
+    let (tx, mut inbox) = server::channel().unwrap();
+    let _guard = server::listen(&path, &mut inbox).unwrap();
     let mut d = daemon("0-1", vec![(1, 0.95, 1)]);
     let client = {
         let path = path.clone();
@@ -231,7 +231,7 @@ fn socket_serves_status_and_explain() {
     };
     let ended = server::run(
         &mut d,
-        &rx,
+        &mut inbox,
         std::time::Duration::from_millis(20),
         false,
         |_, _| {},
@@ -245,8 +245,8 @@ fn socket_serves_status_and_explain() {
     assert!(!missing.ok);
     assert!(missing.error.unwrap().contains("not in corral's scope"));
     // A second daemon on the same socket is refused while the first listens.
-    let (tx2, _rx2) = std::sync::mpsc::channel();
-    assert!(server::listen(&path, tx2).is_err());
+    let (_tx2, mut inbox2) = server::channel().unwrap();
+    assert!(server::listen(&path, &mut inbox2).is_err());
 }
 
 fn root() -> Caller {
@@ -259,6 +259,7 @@ fn boost_moves_evicts_and_ends_when_the_thread_blocks_after_running() {
     let mut d = daemon("0-3", vec![(1, 0.95, 1), (2, 0.05, 2), (3, 0.05, 5)]);
     d.step().unwrap();
     d.step().unwrap();
+    let calm = d.plan().clone();
     let r = d.boost(3, Some(200), root()).unwrap();
     assert!(!r.extended);
     assert_eq!(r.max_ms, 200);
@@ -282,10 +283,37 @@ fn boost_moves_evicts_and_ends_when_the_thread_blocks_after_running() {
     // A millisecond later it has not run since: it blocked, the boost ends.
     assert_eq!(d.check_boosts(), 1);
     assert!(!d.has_boosts());
-    assert_ne!(
-        d.plan().group_of(3).unwrap().kind,
-        corral_core::plan::GroupKind::Boost
+    // It keeps its own group, lowered: an ordinary weight, its own nice
+    // and slice, the shared CPUs; every other group is as before the boost.
+    let g = d.plan().group_of(3).unwrap().clone();
+    assert_eq!(g.name, "boost-3");
+    assert_eq!(g.shares, Config::default().plan.shared_shares);
+    assert_eq!((g.nice, g.slice_ns), (None, None));
+    assert_eq!(g.cpus, calm.groups["shared"].cpus);
+    for (name, spec) in &calm.groups {
+        assert_eq!(d.plan().groups.get(name), Some(spec), "{name}");
+    }
+    // The next boost moves no thread at all: only groups change, and the
+    // thread's own group first (the reply waits for that one only).
+    let before = d.host().applied.len();
+    d.boost(3, Some(200), root()).unwrap();
+    let first = d.host().applied[before..].to_vec();
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(matches!(&first[0], Change::SetGroup(g) if g.name == "boost-3" && g.nice == Some(-20)));
+    d.settle();
+    let all = d.host().applied[before..].to_vec();
+    assert!(
+        all.iter().all(|c| matches!(c, Change::SetGroup(_))),
+        "{all:?}"
     );
+    d.unboost(3, root()).unwrap();
+    assert!(d.host().applied[before..]
+        .iter()
+        .all(|c| matches!(c, Change::SetGroup(_))));
+    // After keep_group_s without a boost it gives the group up.
+    d.host_mut().now += Config::default().boost.keep_group_s * 1_000_000_000;
+    d.step().unwrap();
+    assert_ne!(d.plan().group_of(3).unwrap().kind, GroupKind::Boost);
 }
 
 #[test]
@@ -340,23 +368,22 @@ fn two_boosts_at_once_each_get_a_cpu_and_one_stays_for_the_rest() {
     d.boost(3, None, root()).unwrap();
     d.boost(4, None, root()).unwrap();
     d.settle();
-    let boost = d.plan().group_of(3).unwrap().clone();
-    assert_eq!(d.plan().group_of(4).unwrap().name, boost.name);
-    assert_eq!(
-        boost.cpus.len(),
-        2,
-        "two boosted threads, two reserved CPUs"
-    );
+    let b3 = d.plan().group_of(3).unwrap().clone();
+    let b4 = d.plan().group_of(4).unwrap().clone();
+    assert_eq!((b3.name.as_str(), b4.name.as_str()), ("boost-3", "boost-4"));
+    assert_eq!((b3.cpus.len(), b4.cpus.len()), (1, 1));
+    let boost = b3.cpus.union(&b4.cpus);
+    assert_eq!(boost.len(), 2, "two boosted threads, two reserved CPUs");
     let rest: Vec<_> = d
         .plan()
         .groups
         .values()
-        .filter(|g| g.name != boost.name && d.plan().placements.values().any(|(_, n)| *n == g.name))
+        .filter(|g| g.kind != GroupKind::Boost)
         .collect();
     assert!(!rest.is_empty());
     for g in rest {
         assert!(
-            g.cpus.intersection(&boost.cpus).is_empty(),
+            g.cpus.intersection(&boost).is_empty(),
             "{} shares a boosted CPU",
             g.name
         );

@@ -1,9 +1,13 @@
 //! `corral lab boost-latency`: how fast a boost takes effect. A client
 //! sends boost requests for a sleeping thread to the daemon, one at a time,
 //! and times each from the request to the reply, which the daemon sends
-//! only after the thread sits in the boost group with its new nice value
-//! and slice; the client then checks the nice value itself, and unboosts
-//! (untimed) before the next request.
+//! only after the thread has its new nice value and slice and its group
+//! its new weight and CPU; the client then checks the nice value itself,
+//! and unboosts
+//! (untimed) and waits `gap_ms` before the next request. The first
+//! request moves the thread into a group of its own (a cgroup move, which
+//! waits for an RCU grace period); every later one changes only that
+//! group and the thread's own nice value and slice.
 
 use crate::daemon_thread::DaemonThread;
 use crate::groups::{lab_config, LabGroups};
@@ -18,10 +22,12 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub requests: usize,
+    pub gap_ms: u64,
     pub p50_us: f64,
+    pub p90_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
-    /// The first request, which also creates the boost group.
+    /// The first request, which also moves the thread into its own group.
     pub first_us: f64,
     /// Replies after which the thread's nice value was not the boost's.
     pub not_applied: usize,
@@ -33,6 +39,7 @@ pub fn run(
     paths: &HostPaths,
     layout: &Layout,
     requests: usize,
+    gap_ms: u64,
     mut progress: impl FnMut(&str),
 ) -> Result<Report, String> {
     let mut groups = LabGroups::for_experiment(layout)?;
@@ -78,6 +85,7 @@ pub fn run(
             &socket,
             corral_daemon::api::Command::Unboost { tid: pid },
         );
+        std::thread::sleep(Duration::from_millis(gap_ms));
     }
     let stopped = daemon.stop();
     groups.cleanup();
@@ -87,7 +95,9 @@ pub fn run(
     let us = |ns: u64| ns as f64 / 1000.0;
     Ok(Report {
         requests,
+        gap_ms,
         p50_us: us(percentile(&times, 50.0)),
+        p90_us: us(percentile(&times, 90.0)),
         p99_us: us(percentile(&times, 99.0)),
         max_us: us(times.last().copied().unwrap_or(0)),
         first_us: us(first),

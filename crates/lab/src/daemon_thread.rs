@@ -4,20 +4,20 @@
 
 use corral_core::config::Config;
 use corral_daemon::api::{Command, Explain, Status};
-use corral_daemon::server::{self, Msg};
+use corral_daemon::server::{self, Msg, MsgSender};
 use corral_daemon::Daemon;
 use corral_linux::host::LinuxHost;
 use corral_linux::placer::Layout;
 use corral_linux::sampler::Scope;
 use corral_linux::HostPaths;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// A running daemon.
 pub struct DaemonThread {
-    tx: Sender<Msg>,
+    tx: MsgSender,
     _socket: Option<server::SocketGuard>,
     handle: JoinHandle<Result<(), String>>,
 }
@@ -32,8 +32,8 @@ impl DaemonThread {
         config: Config,
         socket: Option<&std::path::Path>,
     ) -> std::io::Result<DaemonThread> {
-        let (tx, rx) = mpsc::channel();
-        let guard = socket.map(|p| server::listen(p, tx.clone())).transpose()?;
+        let (tx, mut inbox) = server::channel()?;
+        let guard = socket.map(|p| server::listen(p, &mut inbox)).transpose()?;
         let (ready_tx, ready_rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("corral-daemon".into())
@@ -53,7 +53,7 @@ impl DaemonThread {
                         }
                     };
                 let verbose = std::env::var_os("CORRAL_LAB_VERBOSE").is_some();
-                let ran = server::run(&mut daemon, &rx, interval, false, |r, _| {
+                let ran = server::run(&mut daemon, &mut inbox, interval, false, |r, _| {
                     for e in &r.errors {
                         eprintln!("corral lab: daemon: error: {e}");
                     }

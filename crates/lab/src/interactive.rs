@@ -2,10 +2,11 @@
 //!
 //! An input-handler thread does T_E of CPU work per event; a dispatcher
 //! thread delivers an event every 200 ms; four nice-0 hogs share the two
-//! CPUs. Response time RT = T_S + T_P + T_E runs from the event's delivery
-//! to the end of its work. In the boosted variants the dispatcher calls
-//! corral's socket right before each event (framework-assisted), as the
-//! paper's input dispatcher passes the handler's TID to the kernel.
+//! CPUs. Response time RT = T_S + T_P + T_E runs from the event's arrival
+//! at the dispatcher to the end of its work. In the boosted variants the
+//! dispatcher calls corral's socket right before it delivers the event
+//! (framework-assisted), as the paper's input dispatcher passes the
+//! handler's TID to the kernel; the call's time is part of RT.
 //! Variants: alone (no hogs), baseline (hogs, no corral), boost only
 //! (corral without eviction), boost + eviction.
 

@@ -271,7 +271,8 @@ mod tests {
 pub struct InteractiveResult {
     /// The input handler's TID.
     pub handler_tid: u32,
-    /// Response time of each event (event sent → work done), ns.
+    /// Response time of each event (event arrives at the dispatcher → work
+    /// done, the boost call included), ns.
     pub response_ns: Vec<u64>,
     /// Time each boost request took (call → reply), ns, when boosting.
     pub boost_call_ns: Vec<u64>,
@@ -286,8 +287,9 @@ pub struct InteractiveResult {
 /// `period` to an input-handler thread, which does `te` of CPU work per
 /// event. Before each event the dispatcher may call `before_event` with
 /// the handler's TID — the framework telling corral which thread handles
-/// the input. Response time is measured from the event's delivery to the
-/// end of its work, on the monotonic clock.
+/// the input. Response time is measured from the event's arrival at the
+/// dispatcher (before the boost call: the input waits for it) to the end
+/// of its work, on the monotonic clock.
 pub fn interactive(
     te: Duration,
     period: Duration,
@@ -332,7 +334,7 @@ pub fn interactive(
             out.first_boost_error.get_or_insert(e);
         }
         out.boost_call_ns.push(mono_ns() - t);
-        event_tx.send(mono_ns()).map_err(|e| e.to_string())?;
+        event_tx.send(t).map_err(|e| e.to_string())?;
         let (sent, done) = done_rx.recv().map_err(|e| e.to_string())?;
         out.response_ns.push(done - sent);
         next += period.as_nanos() as u64;

@@ -461,7 +461,12 @@ pub fn interactive(paths: &HostPaths, args: &InteractiveArgs) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn boost_latency(paths: &HostPaths, requests: usize, json: bool) -> anyhow::Result<ExitCode> {
+pub fn boost_latency(
+    paths: &HostPaths,
+    requests: usize,
+    gap_ms: u64,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let d = LabDaemonArgs {
         interval: 250,
         config: None,
@@ -470,15 +475,15 @@ pub fn boost_latency(paths: &HostPaths, requests: usize, json: bool) -> anyhow::
     };
     let (_, layout) = lab_setup(paths, &d)?;
     let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let r = corral_lab::boost_bench::run(&exe, paths, &layout, requests, progress)
+    let r = corral_lab::boost_bench::run(&exe, paths, &layout, requests, gap_ms, progress)
         .map_err(anyhow::Error::msg)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{} boost requests: request -> thread raised -> reply p50 {:.0} us, p99 {:.0} us, max {:.0} us (first, creating the group: {:.0} us); not applied after the reply: {}; errors: {}",
-        r.requests, r.p50_us, r.p99_us, r.max_us, r.first_us, r.not_applied, r.errors
+        "{} boost requests, {} ms apart: request -> thread raised -> reply p50 {:.0} us, p90 {:.0} us, p99 {:.0} us, max {:.0} us (the first, which moves the thread into its own group: {:.0} us); not applied after the reply: {}; errors: {}",
+        r.requests, r.gap_ms, r.p50_us, r.p90_us, r.p99_us, r.max_us, r.first_us, r.not_applied, r.errors
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -31,9 +31,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lab(LabCommand::Heavy(args)) => lab::heavy(&paths, &args),
         Command::Lab(LabCommand::Overhead(args)) => lab::overhead(&paths, &args),
         Command::Lab(LabCommand::Interactive(args)) => lab::interactive(&paths, &args),
-        Command::Lab(LabCommand::BoostLatency { requests, json }) => {
-            lab::boost_latency(&paths, requests, json)
-        }
+        Command::Lab(LabCommand::BoostLatency {
+            requests,
+            gap_ms,
+            json,
+        }) => lab::boost_latency(&paths, requests, gap_ms, json),
         Command::Lab(LabCommand::Work(w)) => lab::work(w),
     }
 }

@@ -89,12 +89,12 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let socket_path = config.daemon.socket.clone();
     let mut daemon = Daemon::new(host, config).context("cannot read the topology")?;
 
-    let (tx, rx) = std::sync::mpsc::channel();
+    let (tx, mut inbox) = server::channel().context("cannot set up the event loop")?;
     let _socket = if socket_path == "none" || socket_path.is_empty() {
         None
     } else {
         Some(
-            server::listen(std::path::Path::new(&socket_path), tx.clone())
+            server::listen(std::path::Path::new(&socket_path), &mut inbox)
                 .with_context(|| format!("cannot listen on {socket_path}"))?,
         )
     };
@@ -140,7 +140,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         daemon.step().context("first sample")?;
         std::thread::sleep(interval);
     }
-    let ended = server::run(&mut daemon, &rx, interval, args.once, |report, d| {
+    let ended = server::run(&mut daemon, &mut inbox, interval, args.once, |report, d| {
         log_step(report, d, dry_run)
     });
     let restored = daemon.shutdown();

@@ -62,6 +62,10 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         ]);
     }
     print!("{}", t.render());
+    if !s.boosted.is_empty() {
+        let tids: Vec<String> = s.boosted.iter().map(|t| t.to_string()).collect();
+        println!("boosted now: {}", tids.join(", "));
+    }
     let mut busy: Vec<_> = s.threads.iter().filter(|t| t.group.is_some()).collect();
     busy.sort_by(|a, b| b.peak.total_cmp(&a.peak));
     if !busy.is_empty() {

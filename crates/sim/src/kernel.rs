@@ -4,6 +4,7 @@
 //! calls them exactly where the kernel's core would.
 
 use crate::engine::Ns;
+use crate::rtapp::Policy;
 
 /// A simulated thread's index.
 pub type TaskId = usize;
@@ -13,6 +14,20 @@ pub trait SchedClass {
     fn name(&self) -> &'static str;
     /// Sets a task's nice value (its load weight).
     fn set_nice(&mut self, t: TaskId, nice: i32);
+    /// Sets a task's policy (before it first runs); a class refuses the
+    /// policies it does not schedule.
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String>;
+    /// Sets an RT task's priority, 1–99 (after [`SchedClass::set_policy`]).
+    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
+        let _ = (t, prio);
+        Err(format!("{}: no RT class", self.name()))
+    }
+    /// Sets (Some) or clears (None) a task's own slice, ns
+    /// (`sched_attr.sched_runtime` for SCHED_OTHER since Linux 6.12).
+    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+        let _ = (t, slice_ns);
+        Err(format!("{}: no per-task slice", self.name()))
+    }
     /// Puts a task in a cgroup of the cpu controller (`/a/b`), before it
     /// first runs. Models without group scheduling refuse.
     fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
@@ -36,13 +51,23 @@ pub trait SchedClass {
     /// Puts a runnable task on `cpu`'s run queue (`enqueue_task`);
     /// `wakeup` when it comes back from sleeping.
     fn enqueue(&mut self, cpu: usize, t: TaskId, wakeup: bool, now: Ns);
-    /// Takes a task off `cpu`'s run queue, running or not (`dequeue_task`).
-    fn dequeue(&mut self, cpu: usize, t: TaskId, now: Ns);
+    /// Takes a task off `cpu`'s run queue, running or not (`dequeue_task`);
+    /// `sleep` when it blocks (DEQUEUE_SLEEP), not when it migrates or exits.
+    fn dequeue(&mut self, cpu: usize, t: TaskId, sleep: bool, now: Ns);
     /// Chooses the next task to run on `cpu` and makes it current
     /// (`pick_next_task`).
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId>;
     /// The current task stops running but stays runnable (`put_prev_task`).
     fn put_prev(&mut self, cpu: usize, t: TaskId, now: Ns);
+    /// The running task calls `sched_yield` (`yield_task`); a resched follows.
+    fn yield_task(&mut self, cpu: usize, t: TaskId, now: Ns) {
+        let _ = (cpu, t, now);
+    }
+    /// `cpu` goes offline: the class lets go of what it keeps there besides
+    /// the queued tasks the machine moves.
+    fn cpu_offline(&mut self, cpu: usize) {
+        let _ = cpu;
+    }
     /// The periodic tick (`task_tick`); true when curr must be preempted.
     fn tick(&mut self, cpu: usize, now: Ns) -> bool;
     /// A task woke on `cpu`: should it preempt curr (`check_preempt_curr`)?

@@ -7,21 +7,26 @@
 //!   it does not model is refused naming the file, line, task and key.
 //! - [`kernel`]: the [`kernel::SchedClass`] hooks, shaped like the
 //!   kernel's `struct sched_class`.
-//! - [`cfs`]: CFS of Linux 2.6.32–3.0 (flat run queues so far).
+//! - [`fair`]: the fair class in two eras: CFS of Linux 2.6.32–3.0 and
+//!   EEVDF of Linux 6.6+, with hierarchical group shares and balancing.
 //! - [`machine`]: CPUs with capacities running rt-app threads under a
 //!   kernel model, with per-thread figures.
 //! - [`report`]: the run's summary (per task, per CPU, Jain fairness).
 //!
-//! Still to come: group scheduling and bandwidth, periodic balancing,
-//! hot-plug, EEVDF, the RT class, traces, the CLI.
+//! - [`rt`] and [`classes`]: the RT class (FIFO/RR, priorities, RT
+//!   bandwidth) stacked above a fair class.
+//!
+//! Still to come: CFS bandwidth, traces.
 //!
 //! **Architecture invariant:** the simulator never reads the wall clock;
 //! simulated time is integer nanoseconds.
 
-pub mod cfs;
+pub mod classes;
 pub mod engine;
+pub mod fair;
 pub mod json;
 pub mod kernel;
 pub mod machine;
 pub mod report;
+pub mod rt;
 pub mod rtapp;

@@ -12,7 +12,7 @@
 
 use crate::engine::{Ns, Queue};
 use crate::kernel::{SchedClass, TaskId};
-use crate::rtapp::{Event, Policy, TimerMode, Workload};
+use crate::rtapp::{Event, TimerMode, Workload};
 use std::collections::{HashMap, VecDeque};
 
 /// The CPUs.
@@ -132,12 +132,6 @@ impl<K: SchedClass> Machine<K> {
         let mut tasks = Vec::new();
         let mut barrier_users: HashMap<String, usize> = HashMap::new();
         for (spec, t) in work.tasks.iter().enumerate() {
-            if t.policy.is_rt() {
-                return Err(format!(
-                    "task {:?}: the RT class is not modelled yet",
-                    t.name
-                ));
-            }
             // The first phase's CPUs, else the task's.
             let allowed = cpus_of(t, 0, ncpus);
             if allowed.is_empty() {
@@ -152,12 +146,14 @@ impl<K: SchedClass> Machine<K> {
             }
             for instance in 0..t.instances {
                 let id = tasks.len();
-                let nice = if t.policy == Policy::Idle {
-                    19
+                k.set_policy(id, t.policy)
+                    .map_err(|e| format!("task {:?}: {e}", t.name))?;
+                if t.policy.is_rt() {
+                    k.set_rt_priority(id, t.priority)
+                        .map_err(|e| format!("task {:?}: {e}", t.name))?;
                 } else {
-                    t.priority
-                };
-                k.set_nice(id, nice);
+                    k.set_nice(id, t.priority);
+                }
                 if let Some(g) = &t.taskgroup {
                     k.set_task_group(id, g)
                         .map_err(|e| format!("task {:?}: {e}", t.name))?;
@@ -459,8 +455,9 @@ impl<K: SchedClass> Machine<K> {
             self.k.put_prev(cpu, c, now);
             self.tasks[c].state = State::Runnable;
         }
+        self.k.cpu_offline(cpu);
         for t in self.k.queued(cpu) {
-            self.k.dequeue(cpu, t, now);
+            self.k.dequeue(cpu, t, false, now);
             let task = &mut self.tasks[t];
             task.state = State::Blocked;
             task.woke_at = None;
@@ -572,7 +569,7 @@ impl<K: SchedClass> Machine<K> {
         } else {
             State::Blocked
         };
-        self.k.dequeue(cpu, t, now);
+        self.k.dequeue(cpu, t, !exited, now);
         self.schedule(cpu);
     }
 
@@ -769,6 +766,7 @@ impl<K: SchedClass> Machine<K> {
                 Event::Yield => {
                     // sched_yield: back to the queue, from the event loop.
                     let cpu = self.tasks[t].cpu;
+                    self.k.yield_task(cpu, t, now);
                     self.q.after(0, Ev::Preempt(cpu));
                     return;
                 }
@@ -793,12 +791,12 @@ fn cpus_of(task: &crate::rtapp::Task, phase: usize, ncpus: usize) -> Vec<usize> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfs::Cfs;
+    use crate::fair::Fair;
     use crate::rtapp::parse;
 
     fn run(json: &str, cpus: usize, secs: f64) -> Vec<TaskStats> {
         let w = parse(json, "test").unwrap();
-        let mut m = Machine::new(Platform::uniform(cpus), w, Cfs::new(cpus)).unwrap();
+        let mut m = Machine::new(Platform::uniform(cpus), w, Fair::cfs(cpus)).unwrap();
         m.run_until((secs * 1e9) as Ns);
         m.stats()
     }

@@ -3,7 +3,7 @@
 use crate::args::SimArgs;
 use crate::table::Table;
 use anyhow::{bail, Context};
-use corral_sim::cfs::Cfs;
+use corral_sim::fair::Fair;
 use corral_sim::machine::{Machine, Platform};
 use corral_sim::report::{summarise, Summary};
 use corral_sim::rtapp;
@@ -55,7 +55,7 @@ fn simulate(
     secs: f64,
 ) -> anyhow::Result<Summary> {
     let n = platform.capacities.len();
-    let mut m = Machine::new(platform, work, Cfs::new(n)).map_err(anyhow::Error::msg)?;
+    let mut m = Machine::new(platform, work, Fair::cfs(n)).map_err(anyhow::Error::msg)?;
     for (path, s) in shares {
         m.set_group_shares(path, *s).map_err(anyhow::Error::msg)?;
     }

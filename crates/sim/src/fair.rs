@@ -1,0 +1,1293 @@
+//! The fair class (kernel/sched/fair.c) in two eras behind the
+//! [`SchedClass`] hooks: CFS as in Linux 2.6.32–3.0 (the papers' kernels)
+//! and EEVDF as in Linux 6.6+ (this machine runs 6.18). Both share what
+//! fair.c shares: load weights from nice, vruntime, per-CPU `cfs_rq`s,
+//! hierarchical group scheduling with shares, and the balancer.
+//!
+//! Common to both:
+//! - Load weight from nice (`sched_prio_to_weight`; SCHED_IDLE weighs
+//!   `WEIGHT_IDLEPRIO` = 3); vruntime advances as
+//!   `delta_exec · NICE_0_LOAD / weight` (`calc_delta_fair`).
+//! - Tunables scale by `1 + ilog2(min(ncpus, 8))` (`get_update_sysctl_factor`,
+//!   SCHED_TUNABLESCALING_LOG).
+//! - **Group scheduling**: a task group has a run queue on every CPU and,
+//!   in its parent's run queue there, an entity whose weight is the group's
+//!   share of its `shares` by that CPU's load (`calc_group_shares`):
+//!   `weight = shares · load(cpu) / Σ load(all CPUs)`, at least MIN_SHARES
+//!   (XXX: the kernel uses PELT `load_avg`; this uses instantaneous queue
+//!   weights, updated on every enqueue, dequeue and tick). Picking descends
+//!   from the root, one entity per level.
+//! - `select_task_rq`: the previous CPU if idle, else an idle allowed CPU,
+//!   else the allowed CPU with the least root load (XXX: 6.x's
+//!   `select_idle_sibling` and wake-affine heuristics are not modelled).
+//!
+//! **CFS (2.6.32)** — tree ordered by vruntime:
+//! - `sched_period = max(sched_latency, nr_running · min_granularity)`;
+//!   an entity's ideal slice is `period · weight / cfs_rq load`
+//!   (`sched_slice`, per level). Latency 6 ms, min granularity 0.75 ms,
+//!   wakeup granularity 1 ms, all times the factor.
+//! - Tick (`check_preempt_tick`, every level): resched when the entity ran
+//!   past its ideal slice, or (after min granularity) when the leftmost
+//!   entity's vruntime trails it by more than that slice.
+//! - Wake-up: sleeper credit (`place_entity`, GENTLE_FAIR_SLEEPERS:
+//!   vruntime ≥ min_vruntime − latency/2) and `check_preempt_wakeup` on
+//!   the entities sharing a run queue (`find_matching_se`): preempt when
+//!   curr's vruntime leads by more than the wakeup granularity in the woken
+//!   entity's virtual time (`wakeup_gran`).
+//!
+//! **EEVDF (6.6+)** — tree ordered by virtual deadline:
+//! - `V = Σ v_i·w_i / Σ w_i` over the queue, curr included (`avg_vruntime`,
+//!   rounded down); an entity is eligible when `v ≤ V`, computed without
+//!   division as `Σ (v_i − v)·w_i ≥ 0` (`vruntime_eligible`).
+//! - Virtual deadline `d = v + slice · NICE_0_LOAD / w`; base slice
+//!   0.70 ms × the factor (`sysctl_sched_base_slice`), or the task's own
+//!   (`sched_attr.sched_runtime`, 0.1–100 ms). When v reaches d, a new
+//!   deadline and a resched (`update_deadline`).
+//! - `pick_eevdf`: among eligible entities the earliest deadline; curr
+//!   keeps the CPU while `v < vprot` (RUN_TO_PARITY, `protect_slice`).
+//! - Lag `vlag = V − v` is taken at dequeue, clamped to
+//!   `±calc_delta_fair(max(2·slice, TICK_NSEC))` (`update_entity_lag`), and
+//!   kept across the sleep; on enqueue `v = V − vlag·(W + w)/W`
+//!   (`place_entity`, PLACE_LAG); a new task's first deadline is half a
+//!   slice away (PLACE_DEADLINE_INITIAL); a migrating task keeps its
+//!   deadline relative to v (PLACE_REL_DEADLINE).
+//! - DELAY_DEQUEUE: a task that sleeps while not eligible stays queued
+//!   (`sched_delayed`) until it is picked — then it leaves — or wakes; its
+//!   positive lag is dropped (DELAY_ZERO).
+//! - Wake-up (`check_preempt_wakeup_fair`): the woken entity preempts when
+//!   `pick_eevdf` would choose it; a shorter-slice woken entity first
+//!   cancels curr's protection (PREEMPT_SHORT).
+//!
+//! Both: SCHED_IDLE curr is preempted by any non-idle wake-up; woken
+//! SCHED_BATCH and SCHED_IDLE tasks never preempt.
+
+use crate::engine::Ns;
+use crate::kernel::{SchedClass, TaskId};
+use crate::rtapp::Policy;
+use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
+use std::collections::{BTreeSet, HashMap};
+
+/// Which era of kernel/sched/fair.c.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    /// CFS as in Linux 2.6.32–3.0.
+    Cfs,
+    /// EEVDF as in Linux 6.6+.
+    Eevdf,
+}
+
+/// `WEIGHT_IDLEPRIO`: a SCHED_IDLE task's load weight.
+const WEIGHT_IDLEPRIO: u64 = 3;
+
+/// Tunables, scaled for the CPU count as the kernel does at boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tunables {
+    pub sched_latency_ns: Ns,
+    pub min_granularity_ns: Ns,
+    pub wakeup_granularity_ns: Ns,
+    /// EEVDF's `sysctl_sched_base_slice`.
+    pub base_slice_ns: Ns,
+}
+
+impl Tunables {
+    /// The defaults scaled for `ncpus` (`update_sysctl`).
+    pub fn for_cpus(ncpus: usize) -> Tunables {
+        let factor = 1 + (ncpus.clamp(1, 8) as u64).ilog2() as u64;
+        Tunables {
+            sched_latency_ns: 6_000_000 * factor,
+            min_granularity_ns: 750_000 * factor,
+            wakeup_granularity_ns: 1_000_000 * factor,
+            base_slice_ns: 700_000 * factor,
+        }
+    }
+}
+
+type EntityId = usize;
+type RqId = usize;
+type GroupId = usize;
+
+#[derive(Debug, Clone, Default)]
+struct Entity {
+    weight: u64,
+    vruntime: i64,
+    /// EEVDF: the virtual deadline.
+    deadline: i64,
+    /// EEVDF: lag kept across a sleep or a migration.
+    vlag: i64,
+    /// EEVDF: the request size, ns of CPU.
+    slice: Ns,
+    /// EEVDF: the task set its own slice.
+    custom_slice: bool,
+    /// EEVDF: `deadline` holds `deadline − vruntime` (a migration).
+    rel_deadline: bool,
+    /// EEVDF: curr keeps the CPU while vruntime < vprot.
+    vprot: i64,
+    /// EEVDF: asleep but still queued (DELAY_DEQUEUE).
+    delayed: bool,
+    /// Never ran (PLACE_DEADLINE_INITIAL).
+    new: bool,
+    exec_start: Ns,
+    sum_exec: Ns,
+    prev_sum_exec: Ns,
+    on_rq: bool,
+    /// The run queue it is queued on.
+    rq: RqId,
+    /// For a group entity: the group's run queue it stands for.
+    my_rq: Option<RqId>,
+    /// For a task's entity: the task.
+    task: Option<TaskId>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct CfsRq {
+    /// Queued entities but curr, by (vruntime or deadline, id).
+    tree: BTreeSet<(i64, EntityId)>,
+    curr: Option<EntityId>,
+    /// Σ weight of the queued entities, curr included.
+    load: u64,
+    /// Queued entities, curr and delayed ones included (`nr_queued`).
+    nr_queued: usize,
+    /// CFS: monotonic floor of the queue's vruntimes. EEVDF: V when the
+    /// queue last emptied (an empty queue's V).
+    min_vruntime: i64,
+    /// EEVDF: Σ v·w and Σ w over the tree (curr is added when needed).
+    sum_wv: i128,
+    sum_w: u64,
+    /// The entity standing for this run queue in the parent's (None: root).
+    se: Option<EntityId>,
+    group: GroupId,
+}
+
+#[derive(Debug, Clone)]
+struct Group {
+    shares: u64,
+    /// Run queue per CPU.
+    rqs: Vec<RqId>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TaskInfo {
+    entity: EntityId,
+    group: GroupId,
+    policy: Policy,
+}
+
+/// The fair class, with group scheduling.
+#[derive(Debug, Clone)]
+pub struct Fair {
+    flavour: Flavour,
+    tun: Tunables,
+    tick_ns: Ns,
+    ncpus: usize,
+    entities: Vec<Entity>,
+    rqs: Vec<CfsRq>,
+    groups: Vec<Group>,
+    by_path: HashMap<String, GroupId>,
+    tasks: Vec<TaskInfo>,
+    /// The task running on each CPU.
+    running: Vec<Option<TaskId>>,
+    /// Runnable tasks per CPU (delayed ones not counted).
+    runnable: Vec<usize>,
+}
+
+impl Fair {
+    /// CFS of Linux 2.6.32–3.0 on `ncpus` CPUs.
+    pub fn cfs(ncpus: usize) -> Fair {
+        Fair::new(Flavour::Cfs, ncpus)
+    }
+
+    /// EEVDF of Linux 6.6+ on `ncpus` CPUs.
+    pub fn eevdf(ncpus: usize) -> Fair {
+        Fair::new(Flavour::Eevdf, ncpus)
+    }
+
+    pub fn new(flavour: Flavour, ncpus: usize) -> Fair {
+        let mut f = Fair {
+            flavour,
+            tun: Tunables::for_cpus(ncpus),
+            tick_ns: 4_000_000,
+            ncpus,
+            entities: Vec::new(),
+            rqs: Vec::new(),
+            groups: Vec::new(),
+            by_path: HashMap::new(),
+            tasks: Vec::new(),
+            running: vec![None; ncpus],
+            runnable: vec![0; ncpus],
+        };
+        let root: Vec<RqId> = (0..ncpus)
+            .map(|_| {
+                f.rqs.push(CfsRq::default());
+                f.rqs.len() - 1
+            })
+            .collect();
+        f.groups.push(Group {
+            shares: NICE_0_WEIGHT,
+            rqs: root,
+        });
+        f.by_path.insert("/".into(), 0);
+        f
+    }
+
+    /// The timer tick (`TICK_NSEC`), which bounds EEVDF's lag; 4 ms (HZ 250)
+    /// unless set.
+    pub fn with_hz(mut self, hz: u32) -> Fair {
+        self.tick_ns = 1_000_000_000 / hz.max(1) as u64;
+        self
+    }
+
+    pub fn flavour(&self) -> Flavour {
+        self.flavour
+    }
+
+    pub fn tunables(&self) -> Tunables {
+        self.tun
+    }
+
+    /// The group at `path` (`/a/b`), made with 1024 shares if new.
+    fn group(&mut self, path: &str) -> GroupId {
+        let path = path.trim_end_matches('/');
+        let path = if path.is_empty() { "/" } else { path };
+        if let Some(&g) = self.by_path.get(path) {
+            return g;
+        }
+        let parent_path = match path.rfind('/') {
+            Some(0) | None => "/".to_string(),
+            Some(i) => path[..i].to_string(),
+        };
+        let parent = self.group(&parent_path);
+        let id = self.groups.len();
+        let mut rqs = Vec::new();
+        for cpu in 0..self.ncpus {
+            let se = self.entities.len();
+            self.entities.push(Entity {
+                weight: NICE_0_WEIGHT,
+                slice: self.tun.base_slice_ns,
+                rq: self.groups[parent].rqs[cpu],
+                ..Default::default()
+            });
+            self.rqs.push(CfsRq {
+                se: Some(se),
+                group: id,
+                ..Default::default()
+            });
+            let rq = self.rqs.len() - 1;
+            self.entities[se].my_rq = Some(rq);
+            rqs.push(rq);
+        }
+        self.groups.push(Group {
+            shares: NICE_0_WEIGHT,
+            rqs,
+        });
+        self.by_path.insert(path.to_string(), id);
+        id
+    }
+
+    fn ensure_task(&mut self, t: TaskId) {
+        while self.tasks.len() <= t {
+            let e = self.entities.len();
+            self.entities.push(Entity {
+                weight: NICE_0_WEIGHT,
+                slice: self.tun.base_slice_ns,
+                new: true,
+                task: Some(self.tasks.len()),
+                ..Default::default()
+            });
+            self.tasks.push(TaskInfo {
+                entity: e,
+                group: 0,
+                policy: Policy::Other,
+            });
+        }
+    }
+
+    /// `calc_delta_fair`: ns of CPU as vruntime for entity `e`.
+    fn delta_fair(&self, ns: Ns, e: EntityId) -> i64 {
+        (ns as u128 * NICE_0_WEIGHT as u128 / self.entities[e].weight.max(1) as u128) as i64
+    }
+
+    /// The tree key: vruntime (CFS) or virtual deadline (EEVDF).
+    fn key(&self, e: EntityId) -> i64 {
+        match self.flavour {
+            Flavour::Cfs => self.entities[e].vruntime,
+            Flavour::Eevdf => self.entities[e].deadline,
+        }
+    }
+
+    fn tree_add(&mut self, rq: RqId, e: EntityId) {
+        let (k, v, w) = (
+            self.key(e),
+            self.entities[e].vruntime,
+            self.entities[e].weight,
+        );
+        let r = &mut self.rqs[rq];
+        r.tree.insert((k, e));
+        r.sum_wv += v as i128 * w as i128;
+        r.sum_w += w;
+    }
+
+    fn tree_remove(&mut self, rq: RqId, e: EntityId) {
+        let (k, v, w) = (
+            self.key(e),
+            self.entities[e].vruntime,
+            self.entities[e].weight,
+        );
+        let r = &mut self.rqs[rq];
+        let was = r.tree.remove(&(k, e));
+        debug_assert!(was, "entity {e} not in its tree");
+        r.sum_wv -= v as i128 * w as i128;
+        r.sum_w -= w;
+    }
+
+    /// Σ v·w and Σ w over the queue, curr included.
+    fn sums(&self, rq: RqId) -> (i128, i128) {
+        let r = &self.rqs[rq];
+        let (mut avg, mut load) = (r.sum_wv, r.sum_w as i128);
+        if let Some(c) = r.curr {
+            let en = &self.entities[c];
+            avg += en.vruntime as i128 * en.weight as i128;
+            load += en.weight as i128;
+        }
+        (avg, load)
+    }
+
+    /// `avg_vruntime`: V, rounded down.
+    fn avg_vruntime(&self, rq: RqId) -> i64 {
+        let (avg, load) = self.sums(rq);
+        if load == 0 {
+            return self.rqs[rq].min_vruntime;
+        }
+        avg.div_euclid(load) as i64
+    }
+
+    /// `entity_eligible`: v ≤ V, exactly.
+    fn eligible(&self, rq: RqId, e: EntityId) -> bool {
+        let (avg, load) = self.sums(rq);
+        load == 0 || avg >= self.entities[e].vruntime as i128 * load
+    }
+
+    /// `update_entity_lag`: vlag = V − v, clamped.
+    fn update_entity_lag(&mut self, rq: RqId, e: EntityId) {
+        let v = self.avg_vruntime(rq) - self.entities[e].vruntime;
+        let limit = self.delta_fair((2 * self.entities[e].slice).max(self.tick_ns), e);
+        self.entities[e].vlag = v.clamp(-limit, limit);
+    }
+
+    /// EEVDF's `place_entity`: v from V and the kept lag, then the deadline.
+    fn place_eevdf(&mut self, rq: RqId, e: EntityId) {
+        let vrt = self.avg_vruntime(rq);
+        let mut lag = 0i64;
+        let w = self.entities[e].weight as i128;
+        if self.rqs[rq].nr_queued > 0 && self.entities[e].vlag != 0 {
+            let (_, load) = self.sums(rq);
+            let load = load.max(1);
+            lag = (self.entities[e].vlag as i128 * (load + w)).div_euclid(load) as i64;
+        }
+        let vslice = self.delta_fair(self.entities[e].slice, e);
+        let en = &mut self.entities[e];
+        en.vruntime = vrt - lag;
+        if en.rel_deadline {
+            en.deadline += en.vruntime;
+            en.rel_deadline = false;
+        } else {
+            // PLACE_DEADLINE_INITIAL: a new task starts half a slice away.
+            let vslice = if en.new { vslice / 2 } else { vslice };
+            en.deadline = en.vruntime + vslice;
+        }
+    }
+
+    /// `update_deadline`: a new deadline once v reached it; true then.
+    fn update_deadline(&mut self, e: EntityId) -> bool {
+        if self.entities[e].vruntime < self.entities[e].deadline {
+            return false;
+        }
+        if !self.entities[e].custom_slice && self.entities[e].task.is_some() {
+            self.entities[e].slice = self.tun.base_slice_ns;
+        }
+        let vslice = self.delta_fair(self.entities[e].slice, e);
+        let en = &mut self.entities[e];
+        en.deadline = en.vruntime + vslice;
+        true
+    }
+
+    /// The smallest slice on a queue (`cfs_rq_min_slice`).
+    fn min_slice(&self, rq: RqId) -> Ns {
+        let r = &self.rqs[rq];
+        r.curr
+            .into_iter()
+            .chain(r.tree.iter().map(|&(_, e)| e))
+            .map(|e| self.entities[e].slice)
+            .min()
+            .unwrap_or(self.tun.base_slice_ns)
+    }
+
+    /// `set_protect_slice`: curr keeps the CPU until its deadline, or for
+    /// the queue's smallest slice if that is shorter (RUN_TO_PARITY).
+    fn set_protect_slice(&mut self, rq: RqId, e: EntityId) {
+        let slice = self.min_slice(rq).min(self.entities[e].slice);
+        let mut vprot = self.entities[e].deadline;
+        if slice != self.entities[e].slice {
+            vprot = vprot.min(self.entities[e].vruntime + self.delta_fair(slice, e));
+        }
+        self.entities[e].vprot = vprot;
+    }
+
+    fn protect_slice(&self, e: EntityId) -> bool {
+        self.entities[e].vprot > self.entities[e].vruntime
+    }
+
+    /// `pick_eevdf` on one queue: curr (if eligible and protected, or the
+    /// earliest deadline), else the first eligible entity in deadline order.
+    fn pick_eevdf(&self, rq: RqId) -> Option<EntityId> {
+        let r = &self.rqs[rq];
+        let first = r.tree.first().map(|&(_, e)| e);
+        if r.nr_queued == 1 {
+            return r.curr.or(first);
+        }
+        let curr = r.curr.filter(|&c| self.eligible(rq, c));
+        if let Some(c) = curr {
+            if self.protect_slice(c) {
+                return Some(c);
+            }
+        }
+        let best = r
+            .tree
+            .iter()
+            .map(|&(_, e)| e)
+            .find(|&e| self.eligible(rq, e));
+        match (best, curr) {
+            (None, c) => c.or(first),
+            (Some(b), Some(c)) if self.entities[c].deadline < self.entities[b].deadline => Some(c),
+            (Some(b), _) => Some(b),
+        }
+    }
+
+    /// The entity a queue would run next (the tree holds every queued
+    /// entity when nothing runs on the CPU).
+    fn pick_entity(&self, rq: RqId) -> Option<EntityId> {
+        match self.flavour {
+            Flavour::Cfs => self.rqs[rq].tree.first().map(|&(_, e)| e),
+            Flavour::Eevdf => self.pick_eevdf(rq),
+        }
+    }
+
+    fn period(&self, nr: usize) -> Ns {
+        self.tun
+            .sched_latency_ns
+            .max(nr as u64 * self.tun.min_granularity_ns)
+    }
+
+    /// CFS's `sched_slice`.
+    fn cfs_slice(&self, e: EntityId) -> Ns {
+        let rq = &self.rqs[self.entities[e].rq];
+        self.period(rq.nr_queued.max(1)) * self.entities[e].weight / rq.load.max(1)
+    }
+
+    /// CFS's `update_min_vruntime`.
+    fn update_min_vruntime(&mut self, rq: RqId) {
+        if self.flavour != Flavour::Cfs {
+            return;
+        }
+        let r = &self.rqs[rq];
+        let curr = r.curr.map(|c| self.entities[c].vruntime);
+        let left = r.tree.first().map(|&(v, _)| v);
+        let target = match (curr, left) {
+            (Some(c), Some(l)) => c.min(l),
+            (Some(c), None) => c,
+            (None, Some(l)) => l,
+            (None, None) => r.min_vruntime,
+        };
+        self.rqs[rq].min_vruntime = r.min_vruntime.max(target);
+    }
+
+    /// The entities from a task up to its root-level ancestor.
+    fn path_up(&self, e: EntityId) -> Vec<EntityId> {
+        let mut out = vec![e];
+        let mut cur = e;
+        while let Some(se) = self.rqs[self.entities[cur].rq].se {
+            out.push(se);
+            cur = se;
+        }
+        out
+    }
+
+    /// Charges the running entities of `cpu`, bottom up (`update_curr` at
+    /// every level). EEVDF: true when a level wants a resched.
+    fn update_curr_cpu(&mut self, cpu: usize, now: Ns) -> bool {
+        let Some(t) = self.running[cpu] else {
+            return false;
+        };
+        let mut resched = false;
+        for e in self.path_up(self.tasks[t].entity) {
+            let delta = now.saturating_sub(self.entities[e].exec_start);
+            let dv = self.delta_fair(delta, e);
+            let en = &mut self.entities[e];
+            en.exec_start = now;
+            en.sum_exec += delta;
+            en.vruntime += dv;
+            let rq = en.rq;
+            self.update_min_vruntime(rq);
+            if self.flavour == Flavour::Eevdf {
+                let new_deadline = self.update_deadline(e);
+                if self.rqs[rq].nr_queued > 1 && (new_deadline || !self.protect_slice(e)) {
+                    resched = true;
+                }
+            }
+        }
+        resched
+    }
+
+    /// Changes an entity's weight, keeping the queue's sums right. EEVDF
+    /// (`reweight_eevdf`): lag and the deadline's distance scale by
+    /// old/new weight, so the entity keeps its place in real time.
+    fn reweight(&mut self, e: EntityId, w: u64) {
+        let old = self.entities[e].weight;
+        if old == w {
+            return;
+        }
+        let en = &self.entities[e];
+        let (rq, on_rq) = (en.rq, en.on_rq);
+        let in_tree = on_rq && self.rqs[rq].curr != Some(e);
+        if self.flavour == Flavour::Eevdf && on_rq {
+            let vrt = self.avg_vruntime(rq) as i128;
+            let en = &self.entities[e];
+            let lag = (vrt - en.vruntime as i128) * old as i128 / w as i128;
+            let rel = (en.deadline as i128 - en.vruntime as i128) * old as i128 / w as i128;
+            if in_tree {
+                self.tree_remove(rq, e);
+            }
+            let en = &mut self.entities[e];
+            en.vruntime = (vrt - lag) as i64;
+            en.deadline = en.vruntime + rel as i64;
+            en.weight = w;
+            if in_tree {
+                self.tree_add(rq, e);
+            }
+        } else if in_tree {
+            self.tree_remove(rq, e);
+            self.entities[e].weight = w;
+            self.tree_add(rq, e);
+        } else {
+            self.entities[e].weight = w;
+            if self.flavour == Flavour::Eevdf {
+                let en = &mut self.entities[e];
+                en.vlag = (en.vlag as i128 * old as i128 / w as i128) as i64;
+            }
+        }
+        if on_rq {
+            self.rqs[rq].load = self.rqs[rq].load + w - old;
+        }
+    }
+
+    /// Recomputes a group entity's weight from its run queue's share of
+    /// the group's load over all CPUs (`update_cfs_group`).
+    fn update_shares(&mut self, rq: RqId) {
+        let Some(se) = self.rqs[rq].se else { return };
+        let g = &self.groups[self.rqs[rq].group];
+        let total: u64 = g.rqs.iter().map(|&r| self.rqs[r].load).sum();
+        let local = self.rqs[rq].load;
+        // An idle group keeps its full shares (it is not queued anyway).
+        let w = (g.shares * local)
+            .checked_div(total)
+            .map_or(g.shares, |w| w.clamp(MIN_SHARES, g.shares.max(MIN_SHARES)));
+        self.reweight(se, w);
+    }
+
+    /// Re-weighs the group entities from run queue `rq` up to the root.
+    fn update_shares_up(&mut self, rq: RqId) {
+        let mut rq = rq;
+        while let Some(se) = self.rqs[rq].se {
+            self.update_shares(rq);
+            rq = self.entities[se].rq;
+        }
+    }
+
+    fn enqueue_entity(&mut self, rq: RqId, e: EntityId, wakeup: bool, now: Ns) {
+        match self.flavour {
+            Flavour::Cfs => {
+                let min_v = self.rqs[rq].min_vruntime;
+                let half_latency = (self.tun.sched_latency_ns / 2) as i64;
+                let en = &mut self.entities[e];
+                en.vruntime = if wakeup {
+                    en.vruntime.max(min_v - half_latency)
+                } else {
+                    en.vruntime.max(min_v)
+                };
+            }
+            Flavour::Eevdf => {
+                if self.entities[e].my_rq.is_some() {
+                    // A group entity asks for its queue's smallest slice.
+                    let child = self.entities[e].my_rq.unwrap_or(rq);
+                    self.entities[e].slice = self.min_slice(child);
+                }
+                self.place_eevdf(rq, e);
+            }
+        }
+        let en = &mut self.entities[e];
+        en.on_rq = true;
+        en.rq = rq;
+        en.exec_start = now;
+        let w = en.weight;
+        self.tree_add(rq, e);
+        let r = &mut self.rqs[rq];
+        r.load += w;
+        r.nr_queued += 1;
+    }
+
+    /// Takes a queued entity off its queue; EEVDF keeps its lag (and, for
+    /// a migration, its deadline relative to vruntime).
+    fn dequeue_entity(&mut self, rq: RqId, e: EntityId, sleep: bool) {
+        let vrt = self.avg_vruntime(rq);
+        if self.flavour == Flavour::Eevdf {
+            self.update_entity_lag(rq, e);
+        }
+        if self.rqs[rq].curr == Some(e) {
+            self.rqs[rq].curr = None;
+        } else {
+            self.tree_remove(rq, e);
+        }
+        if self.flavour == Flavour::Eevdf && !sleep {
+            let en = &mut self.entities[e];
+            en.deadline -= en.vruntime;
+            en.rel_deadline = true;
+        }
+        let w = self.entities[e].weight;
+        let r = &mut self.rqs[rq];
+        r.load -= w;
+        r.nr_queued -= 1;
+        if r.nr_queued == 0 && self.flavour == Flavour::Eevdf {
+            // An empty queue's V stays where it was.
+            r.min_vruntime = vrt;
+        }
+        self.entities[e].on_rq = false;
+        self.update_min_vruntime(rq);
+    }
+
+    /// Dequeues `e` and, bottom up, each group entity whose queue emptied.
+    fn dequeue_up(&mut self, e: EntityId, sleep: bool) {
+        let first = self.entities[e].rq;
+        let mut e = e;
+        loop {
+            let rq = self.entities[e].rq;
+            self.dequeue_entity(rq, e, sleep);
+            match self.rqs[rq].se {
+                Some(se) if self.rqs[rq].nr_queued == 0 && self.entities[se].on_rq => e = se,
+                _ => break,
+            }
+        }
+        self.update_shares_up(first);
+    }
+
+    /// A delayed entity leaves at last (picked, or moved away); its
+    /// positive lag is dropped (DELAY_ZERO).
+    fn finish_delayed(&mut self, e: EntityId) {
+        self.entities[e].delayed = false;
+        self.dequeue_up(e, true);
+        let en = &mut self.entities[e];
+        en.vlag = en.vlag.min(0);
+    }
+
+    /// When nothing runs on `cpu`: clears the curr of every level, putting
+    /// the entities back in their trees.
+    fn put_back_path(&mut self, t: TaskId) {
+        for e in self.path_up(self.tasks[t].entity) {
+            let rq = self.entities[e].rq;
+            if self.rqs[rq].curr == Some(e) {
+                self.rqs[rq].curr = None;
+                self.tree_add(rq, e);
+            }
+        }
+    }
+
+    fn is_idle(&self, t: TaskId) -> bool {
+        self.tasks[t].policy == Policy::Idle
+    }
+
+    /// The tasks queued on `cpu`, running one included, in queue order;
+    /// delayed (sleeping) ones left out.
+    fn tasks_on(&self, cpu: usize) -> Vec<TaskId> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.groups[0].rqs[cpu]];
+        while let Some(rq) = stack.pop() {
+            let r = &self.rqs[rq];
+            let mut ents: Vec<EntityId> = r
+                .curr
+                .into_iter()
+                .chain(r.tree.iter().map(|&(_, e)| e))
+                .collect();
+            ents.sort_by_key(|&e| (self.entities[e].vruntime, e));
+            for e in ents {
+                match self.entities[e].my_rq {
+                    Some(child) => stack.push(child),
+                    None if !self.entities[e].delayed => out.extend(self.entities[e].task),
+                    None => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// A task's weight seen from the root: its share of each level.
+    fn root_weight(&self, t: TaskId) -> u64 {
+        let mut w = self.entities[self.tasks[t].entity].weight as u128;
+        for e in self.path_up(self.tasks[t].entity) {
+            let rq = &self.rqs[self.entities[e].rq];
+            if let Some(se) = rq.se {
+                w = w * self.entities[se].weight as u128 / rq.load.max(1) as u128;
+            }
+        }
+        w as u64
+    }
+}
+
+impl SchedClass for Fair {
+    fn name(&self) -> &'static str {
+        match self.flavour {
+            Flavour::Cfs => "cfs-2.6.32",
+            Flavour::Eevdf => "eevdf-6.18",
+        }
+    }
+
+    fn set_nice(&mut self, t: TaskId, nice: i32) {
+        self.ensure_task(t);
+        if !self.is_idle(t) {
+            let e = self.tasks[t].entity;
+            self.reweight(e, nice_to_weight(nice));
+        }
+    }
+
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
+        if policy.is_rt() {
+            return Err(format!(
+                "{policy:?} belongs to the RT class, which this model lacks ({} alone)",
+                self.name()
+            ));
+        }
+        self.ensure_task(t);
+        self.tasks[t].policy = policy;
+        if policy == Policy::Idle {
+            let e = self.tasks[t].entity;
+            self.reweight(e, WEIGHT_IDLEPRIO);
+        }
+        Ok(())
+    }
+
+    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+        if self.flavour != Flavour::Eevdf {
+            return Err(format!("{}: no per-task slice before EEVDF", self.name()));
+        }
+        self.ensure_task(t);
+        let e = self.tasks[t].entity;
+        let en = &mut self.entities[e];
+        match slice_ns {
+            // sched_setattr clamps sched_runtime to 0.1–100 ms.
+            Some(ns) => {
+                en.slice = ns.clamp(100_000, 100_000_000);
+                en.custom_slice = true;
+            }
+            None => {
+                en.slice = self.tun.base_slice_ns;
+                en.custom_slice = false;
+            }
+        }
+        Ok(())
+    }
+
+    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+        let g = self.group(path);
+        self.ensure_task(t);
+        self.tasks[t].group = g;
+        Ok(())
+    }
+
+    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+        let g = self.group(path);
+        self.groups[g].shares = shares.max(MIN_SHARES);
+        Ok(())
+    }
+
+    fn update_curr(&mut self, cpu: usize, now: Ns) {
+        self.update_curr_cpu(cpu, now);
+    }
+
+    fn enqueue(&mut self, cpu: usize, t: TaskId, wakeup: bool, now: Ns) {
+        self.ensure_task(t);
+        let TaskInfo { entity, group, .. } = self.tasks[t];
+        self.runnable[cpu] += 1;
+        if self.entities[entity].delayed {
+            // A delayed task wakes where it is queued (`requeue_delayed_entity`):
+            // with positive lag by now it is placed afresh at lag 0.
+            debug_assert_eq!(self.entities[entity].rq, self.groups[group].rqs[cpu]);
+            let rq = self.entities[entity].rq;
+            self.entities[entity].delayed = false;
+            self.update_entity_lag(rq, entity);
+            if self.entities[entity].vlag > 0 {
+                let in_tree = self.rqs[rq].curr != Some(entity);
+                if in_tree {
+                    self.tree_remove(rq, entity);
+                }
+                self.rqs[rq].nr_queued -= 1;
+                self.entities[entity].vlag = 0;
+                self.place_eevdf(rq, entity);
+                self.rqs[rq].nr_queued += 1;
+                if in_tree {
+                    self.tree_add(rq, entity);
+                }
+            }
+            return;
+        }
+        let first = self.groups[group].rqs[cpu];
+        let (mut e, mut rq) = (entity, first);
+        // Queue the task, then each group entity that was not queued yet.
+        loop {
+            self.enqueue_entity(rq, e, wakeup, now);
+            match self.rqs[rq].se {
+                Some(se) if !self.entities[se].on_rq => {
+                    e = se;
+                    rq = self.entities[se].rq;
+                }
+                _ => break,
+            }
+        }
+        self.update_shares_up(first);
+    }
+
+    fn dequeue(&mut self, cpu: usize, t: TaskId, sleep: bool, now: Ns) {
+        let e = self.tasks[t].entity;
+        self.runnable[cpu] -= 1;
+        let rq = self.entities[e].rq;
+        // DELAY_DEQUEUE: a sleeper that is not eligible stays queued.
+        let delay = sleep && self.flavour == Flavour::Eevdf && {
+            if self.running[cpu] == Some(t) {
+                self.update_curr_cpu(cpu, now);
+            }
+            !self.eligible(rq, e)
+        };
+        if self.running[cpu] == Some(t) {
+            self.update_curr_cpu(cpu, now);
+            self.running[cpu] = None;
+            if delay {
+                self.put_back_path(t);
+            } else {
+                // Curr entities above it stay queued; put them back.
+                for up in self.path_up(e).into_iter().skip(1) {
+                    let r = self.entities[up].rq;
+                    if self.rqs[r].curr == Some(up) {
+                        self.rqs[r].curr = None;
+                        self.tree_add(r, up);
+                    }
+                }
+            }
+        }
+        if delay {
+            self.entities[e].delayed = true;
+            return;
+        }
+        self.dequeue_up(e, sleep);
+    }
+
+    fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
+        loop {
+            // Choose without side effects, then commit.
+            let mut rq = self.groups[0].rqs[cpu];
+            let mut path = Vec::new();
+            loop {
+                let e = self.pick_entity(rq)?;
+                path.push(e);
+                match self.entities[e].my_rq {
+                    Some(child) => rq = child,
+                    None => break,
+                }
+            }
+            let leaf = *path.last()?;
+            if self.entities[leaf].delayed {
+                // Picked while delayed: it leaves now, and we pick again.
+                self.finish_delayed(leaf);
+                continue;
+            }
+            for &e in &path {
+                let rq = self.entities[e].rq;
+                self.tree_remove(rq, e);
+                self.rqs[rq].curr = Some(e);
+                let en = &mut self.entities[e];
+                en.exec_start = now;
+                en.prev_sum_exec = en.sum_exec;
+                en.new = false;
+                if self.flavour == Flavour::Eevdf {
+                    self.set_protect_slice(rq, e);
+                }
+            }
+            let t = self.entities[leaf].task?;
+            self.running[cpu] = Some(t);
+            return Some(t);
+        }
+    }
+
+    fn put_prev(&mut self, cpu: usize, t: TaskId, now: Ns) {
+        if self.running[cpu] != Some(t) {
+            return;
+        }
+        self.update_curr_cpu(cpu, now);
+        self.running[cpu] = None;
+        self.put_back_path(t);
+    }
+
+    fn yield_task(&mut self, cpu: usize, t: TaskId, now: Ns) {
+        if self.running[cpu] != Some(t) {
+            return;
+        }
+        self.update_curr_cpu(cpu, now);
+        let e = self.tasks[t].entity;
+        match self.flavour {
+            // yield_task_fair (6.x): the deadline moves a slice further.
+            Flavour::Eevdf => {
+                let d = self.delta_fair(self.entities[e].slice, e);
+                self.entities[e].deadline += d;
+            }
+            // 2.6.32 (sched_compat_yield off): just a resched.
+            Flavour::Cfs => {}
+        }
+    }
+
+    fn tick(&mut self, cpu: usize, now: Ns) -> bool {
+        let resched = self.update_curr_cpu(cpu, now);
+        let Some(t) = self.running[cpu] else {
+            return false;
+        };
+        // entity_tick re-weighs the running task's groups on this CPU.
+        let rq = self.entities[self.tasks[t].entity].rq;
+        self.update_shares_up(rq);
+        if self.flavour == Flavour::Eevdf {
+            return resched;
+        }
+        for e in self.path_up(self.tasks[t].entity) {
+            let rq = &self.rqs[self.entities[e].rq];
+            if rq.nr_queued <= 1 {
+                continue;
+            }
+            let ideal = self.cfs_slice(e);
+            let en = &self.entities[e];
+            let ran = en.sum_exec - en.prev_sum_exec;
+            if ran > ideal {
+                return true;
+            }
+            if ran < self.tun.min_granularity_ns {
+                continue;
+            }
+            if let Some(&(lv, _)) = rq.tree.first() {
+                if en.vruntime - lv > ideal as i64 {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn check_preempt_wakeup(&mut self, cpu: usize, woken: TaskId, now: Ns) -> bool {
+        let resched = self.update_curr_cpu(cpu, now);
+        let Some(c) = self.running[cpu] else {
+            return true;
+        };
+        if resched {
+            return true;
+        }
+        // SCHED_IDLE gives way to anyone; SCHED_BATCH and SCHED_IDLE
+        // wake-ups never preempt.
+        if self.is_idle(c) && !self.is_idle(woken) {
+            return true;
+        }
+        if self.tasks[woken].policy != Policy::Other {
+            return false;
+        }
+        // find_matching_se: climb both until they share a run queue.
+        let (up_c, up_w) = (
+            self.path_up(self.tasks[c].entity),
+            self.path_up(self.tasks[woken].entity),
+        );
+        for &ce in &up_c {
+            let Some(&we) = up_w
+                .iter()
+                .find(|&&we| self.entities[we].rq == self.entities[ce].rq)
+            else {
+                continue;
+            };
+            if we == ce {
+                return false;
+            }
+            let rq = self.entities[ce].rq;
+            return match self.flavour {
+                Flavour::Cfs => {
+                    let gran = self.delta_fair(self.tun.wakeup_granularity_ns, we);
+                    self.entities[ce].vruntime - self.entities[we].vruntime > gran
+                }
+                Flavour::Eevdf => {
+                    // PREEMPT_SHORT: a shorter request cancels curr's protection.
+                    let (cs, ws) = (&self.entities[ce], &self.entities[we]);
+                    if ws.slice < cs.slice
+                        && self.eligible(rq, we)
+                        && (ws.deadline < cs.deadline || !self.eligible(rq, ce))
+                    {
+                        let v = self.entities[ce].vruntime;
+                        self.entities[ce].vprot = v;
+                    }
+                    self.pick_eevdf(rq) == Some(we)
+                }
+            };
+        }
+        false
+    }
+
+    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize {
+        self.ensure_task(t);
+        let e = self.tasks[t].entity;
+        if self.entities[e].delayed {
+            // Still queued (`ttwu_runnable`): it wakes where it is, unless
+            // it may no longer run there.
+            if allowed.contains(&prev) {
+                return prev;
+            }
+            self.finish_delayed(e);
+        }
+        let runnable = &self.runnable;
+        if allowed.contains(&prev) && runnable[prev] == 0 {
+            return prev;
+        }
+        if let Some(&idle) = allowed.iter().find(|&&c| runnable[c] == 0) {
+            return idle;
+        }
+        let root = |c: usize| &self.rqs[self.groups[0].rqs[c]];
+        *allowed
+            .iter()
+            .min_by_key(|&&c| (root(c).load, c != prev, c))
+            .unwrap_or(&prev)
+    }
+
+    fn nr_running(&self, cpu: usize) -> usize {
+        self.runnable[cpu]
+    }
+
+    fn curr(&self, cpu: usize) -> Option<TaskId> {
+        self.running[cpu]
+    }
+
+    fn queued(&self, cpu: usize) -> Vec<TaskId> {
+        self.tasks_on(cpu)
+    }
+
+    fn cpu_offline(&mut self, cpu: usize) {
+        // Delayed sleepers leave the dying CPU's queues.
+        let mut stack = vec![self.groups[0].rqs[cpu]];
+        let mut delayed = Vec::new();
+        while let Some(rq) = stack.pop() {
+            for &(_, e) in &self.rqs[rq].tree {
+                match self.entities[e].my_rq {
+                    Some(child) => stack.push(child),
+                    None if self.entities[e].delayed => delayed.push(e),
+                    None => {}
+                }
+            }
+        }
+        for e in delayed {
+            self.finish_delayed(e);
+        }
+    }
+
+    /// Paper 000's model of 2.6.32's `load_balance`, pair-wise: `cpu` pulls
+    /// from the busiest queue.
+    ///
+    /// ```text
+    ///   L_k        = Σ W(t) over queue k (the root run queue's load)
+    ///   L_avg      = Σ_k L_k / ncpus
+    ///   L_imbal    = min(L_busiest − L_avg, L_busiest − L_busiest / nr_busiest, L_avg − L_cpu)
+    ///   move t while L_imbal ≥ W(t)/2, L_imbal −= W(t)
+    /// ```
+    ///
+    /// A task moves only if it is not running, may run on `cpu`, and is not
+    /// cache-hot (ran within `sysctl_sched_migration_cost`, 0.5 ms). Tasks
+    /// are tried in the busiest queue's order, leftmost first (XXX: the
+    /// kernel walks its task list tail first; for these rules the order
+    /// only decides which of equal tasks moves). With groups, a task's W is
+    /// its share of its groups' entity weight at the root, so it is
+    /// `W(task) · Π level weight / level load`. (XXX: EEVDF kernels balance
+    /// with PELT load and group classes; the EEVDF model keeps this rule.)
+    fn balance(
+        &mut self,
+        cpu: usize,
+        now: Ns,
+        idle: bool,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+    ) -> Vec<(TaskId, usize)> {
+        let root = |c: usize| self.groups[0].rqs[c];
+        let load = |s: &Self, c: usize| s.rqs[root(c)].load;
+        let n = self.ncpus as u64;
+        let total: u64 = (0..self.ncpus).map(|c| load(self, c)).sum();
+        let avg = total / n.max(1);
+        let Some(busiest) = (0..self.ncpus)
+            .filter(|&c| c != cpu && self.runnable[c] > 1)
+            .max_by_key(|&c| (load(self, c), std::cmp::Reverse(c)))
+        else {
+            return Vec::new();
+        };
+        let lb = load(self, busiest);
+        let nr_b = self.runnable[busiest].max(1) as u64;
+        let lk = load(self, cpu);
+        if lb <= avg || lk >= avg {
+            return Vec::new();
+        }
+        let mut imbal = (lb - avg).min(lb - lb / nr_b).min(avg - lk) as i64;
+        if idle && imbal == 0 {
+            imbal = (lb / nr_b) as i64;
+        }
+        let mut moved = Vec::new();
+        let candidates: Vec<TaskId> = self
+            .tasks_on(busiest)
+            .into_iter()
+            .filter(|&t| self.running[busiest] != Some(t))
+            .collect();
+        for t in candidates {
+            let w = self.root_weight(t) as i64;
+            if imbal < w / 2 || w == 0 {
+                continue;
+            }
+            let e = self.tasks[t].entity;
+            let hot = now.saturating_sub(self.entities[e].exec_start) < MIGRATION_COST_NS
+                && self.entities[e].sum_exec > 0;
+            if !allowed(t, cpu) || hot {
+                continue;
+            }
+            match self.flavour {
+                Flavour::Cfs => {
+                    // set_task_cpu (2.6.32) carries vruntime across queues
+                    // relative to each queue's min_vruntime.
+                    let g = self.tasks[t].group;
+                    let src_min = self.rqs[self.groups[g].rqs[busiest]].min_vruntime;
+                    self.dequeue(busiest, t, false, now);
+                    let dst_min = self.rqs[self.groups[g].rqs[cpu]].min_vruntime;
+                    let v = &mut self.entities[e].vruntime;
+                    *v = *v - src_min + dst_min;
+                }
+                // EEVDF carries lag and the relative deadline instead.
+                Flavour::Eevdf => self.dequeue(busiest, t, false, now),
+            }
+            self.enqueue(cpu, t, false, now);
+            imbal -= w;
+            moved.push((t, busiest));
+            if imbal <= 0 {
+                break;
+            }
+        }
+        moved
+    }
+}
+
+/// `sysctl_sched_migration_cost`: a task that ran this recently is
+/// cache-hot and stays.
+const MIGRATION_COST_NS: Ns = 500_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunables_scale_with_cpus() {
+        assert_eq!(Tunables::for_cpus(1).sched_latency_ns, 6_000_000);
+        assert_eq!(Tunables::for_cpus(2).sched_latency_ns, 12_000_000);
+        assert_eq!(Tunables::for_cpus(4).min_granularity_ns, 2_250_000);
+        assert_eq!(Tunables::for_cpus(64).wakeup_granularity_ns, 4_000_000);
+        // This 2-CPU machine's /proc/self/sched shows se.slice 1400000.
+        assert_eq!(Tunables::for_cpus(2).base_slice_ns, 1_400_000);
+    }
+
+    #[test]
+    fn vruntime_advances_inversely_to_weight() {
+        for mut f in [Fair::cfs(1), Fair::eevdf(1)] {
+            f.set_nice(0, 5);
+            f.enqueue(0, 0, false, 0);
+            assert_eq!(f.pick_next(0, 0), Some(0));
+            let v0 = f.entities[f.tasks[0].entity].vruntime;
+            f.update_curr(0, 1_000_000);
+            // 1 ms at weight 335 is 1024/335 ms of vruntime.
+            assert_eq!(
+                f.entities[f.tasks[0].entity].vruntime - v0,
+                1_000_000 * 1024 / 335
+            );
+        }
+    }
+
+    #[test]
+    fn eevdf_v_is_the_weighted_mean_and_eligibility_follows_it() {
+        let mut f = Fair::eevdf(1);
+        f.set_nice(1, 5);
+        f.enqueue(0, 0, false, 0);
+        f.enqueue(0, 1, false, 0);
+        let rq = f.groups[0].rqs[0];
+        let (e0, e1) = (f.tasks[0].entity, f.tasks[1].entity);
+        f.entities[e0].vruntime = 1000; // placed directly, for the check
+        f.entities[e1].vruntime = 4000;
+        f.rqs[rq].sum_wv = 1000 * 1024 + 4000 * 335;
+        let want = (1000 * 1024 + 4000 * 335) / (1024 + 335);
+        assert_eq!(f.avg_vruntime(rq), want);
+        assert!(f.eligible(rq, e0));
+        assert!(!f.eligible(rq, e1));
+    }
+
+    #[test]
+    fn eevdf_keeps_an_ineligible_sleeper_queued_and_its_negative_lag() {
+        let mut f = Fair::eevdf(1);
+        f.enqueue(0, 0, false, 0);
+        f.enqueue(0, 1, false, 0);
+        let t = f.pick_next(0, 0).unwrap();
+        let other = 1 - t;
+        let (et, eo) = (f.tasks[t].entity, f.tasks[other].entity);
+        let (vt0, vo0) = (f.entities[et].vruntime, f.entities[eo].vruntime);
+        // t runs 3 ms and sleeps: it ran ahead of V, so it is not eligible
+        // and stays queued, delayed (DELAY_DEQUEUE).
+        f.dequeue(0, t, true, 3_000_000);
+        assert!(f.entities[et].delayed && f.entities[et].on_rq);
+        assert_eq!(f.nr_running(0), 1);
+        assert_eq!(f.queued(0), vec![other]);
+        // The other one runs 1 ms.
+        assert_eq!(f.pick_next(0, 3_000_000), Some(other));
+        f.put_prev(0, other, 4_000_000);
+        // t wakes: still behind V, so it keeps its place and its lag,
+        // V − v = ((vt + 3 ms) + (vo + 1 ms))/2 − (vt + 3 ms).
+        f.enqueue(0, t, true, 4_000_000);
+        assert!(!f.entities[et].delayed);
+        assert_eq!(f.nr_running(0), 2);
+        let v_t = vt0 + 3_000_000;
+        let v_o = vo0 + 1_000_000;
+        assert_eq!(f.entities[et].vruntime, v_t);
+        assert_eq!(f.entities[et].vlag, (v_t + v_o).div_euclid(2) - v_t);
+        assert!(f.entities[et].vlag < 0);
+        // Lag is clamped to ±(2 slices or a tick) of virtual time.
+        f.entities[et].vruntime += 1_000_000_000;
+        let rq = f.groups[0].rqs[0];
+        f.update_entity_lag(rq, et);
+        assert_eq!(f.entities[et].vlag, -4_000_000);
+    }
+
+    #[test]
+    fn groups_nest_and_share_by_load() {
+        let mut f = Fair::cfs(2);
+        f.set_group_shares("/a", 1000).unwrap();
+        f.set_task_group(0, "/a/b").unwrap();
+        f.set_task_group(1, "/a").unwrap();
+        f.enqueue(0, 0, false, 0);
+        f.enqueue(1, 1, false, 0);
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        assert_eq!(f.pick_next(1, 0), Some(1));
+        f.tick(0, 1);
+        f.tick(1, 1);
+        // Group /a has load on both CPUs: its entity weighs half its shares on each.
+        let ga = f.by_path["/a"];
+        let w: Vec<u64> = f.groups[ga]
+            .rqs
+            .iter()
+            .map(|&r| f.entities[f.rqs[r].se.unwrap()].weight)
+            .collect();
+        assert_eq!(w, vec![500, 500]);
+        f.dequeue(0, 0, true, 10);
+        assert_eq!(f.nr_running(0), 0, "empty groups leave the root queue");
+        assert_eq!(f.rqs[f.groups[0].rqs[0]].nr_queued, 0);
+    }
+}

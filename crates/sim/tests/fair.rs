@@ -1,0 +1,194 @@
+//! Known answers for both fair-class models (CFS 2.6.32 and EEVDF 6.18):
+//! each check runs under each.
+
+use corral_sim::fair::{Fair, Flavour};
+use corral_sim::machine::{Machine, Platform, TaskStats};
+use corral_sim::rtapp::parse;
+
+const FLAVOURS: [Flavour; 2] = [Flavour::Cfs, Flavour::Eevdf];
+
+fn run(f: Flavour, json: &str, cpus: usize, secs: f64) -> Vec<TaskStats> {
+    let w = parse(json, "test").unwrap();
+    let mut m = Machine::new(Platform::uniform(cpus), w, Fair::new(f, cpus)).unwrap();
+    m.run_until((secs * 1e9) as u64);
+    m.stats()
+}
+
+#[test]
+fn nice_0_and_nice_5_split_1024_to_335() {
+    for f in FLAVOURS {
+        let s = run(
+            f,
+            r#"{"tasks": {
+                "a": {"cpus": [0], "priority": 0, "run": 1000000},
+                "b": {"cpus": [0], "priority": 5, "run": 1000000}
+            }}"#,
+            1,
+            10.0,
+        );
+        let ratio = s[0].cpu_ns as f64 / s[1].cpu_ns as f64;
+        println!(
+            "{f:?}: nice 0 : nice 5 = {ratio:.4} (1024/335 = {:.4})",
+            1024.0 / 335.0
+        );
+        let want = 1024.0 / 335.0;
+        assert!(
+            (ratio / want - 1.0).abs() < 0.02,
+            "ratio {ratio:.4}, want {want:.4}"
+        );
+        let total = s[0].cpu_ns + s[1].cpu_ns;
+        assert_eq!(
+            total, 10_000_000_000,
+            "CPU time adds up to the wall time of one CPU"
+        );
+    }
+}
+
+#[test]
+fn a_task_pinned_to_cpu_0_never_runs_elsewhere() {
+    for f in FLAVOURS {
+        let s = run(
+            f,
+            r#"{"tasks": {
+                "pinned": {"cpus": [0], "run": 3000, "sleep": 1000},
+                "hog": {"instance": 3, "run": 100000}
+            }}"#,
+            2,
+            2.0,
+        );
+        assert_eq!(s[0].migrations, 0);
+        assert!(s[0].cpu_ns > 0);
+    }
+}
+
+#[test]
+fn same_input_same_output() {
+    for f in FLAVOURS {
+        let json = r#"{"tasks": {
+            "p": {"instance": 3, "loop": -1, "run": 700, "timer": {"ref": "unique", "period": 4000}},
+            "h": {"instance": 2, "run": 5000, "sleep": 300}
+        }}"#;
+        assert_eq!(run(f, json, 2, 3.0), run(f, json, 2, 3.0));
+    }
+}
+
+#[test]
+fn a_52_share_group_beside_a_1024_share_group_gets_4_8_percent() {
+    for f in FLAVOURS {
+        let w = parse(
+            r#"{"tasks": {
+                "a": {"instance": 4, "cpus": [0], "taskgroup": "/A", "run": 1000000},
+                "b": {"cpus": [0], "taskgroup": "/B", "run": 1000000}
+            }}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(1), w, Fair::new(f, 1)).unwrap();
+        m.set_group_shares("/A", 1024).unwrap();
+        m.set_group_shares("/B", 52).unwrap();
+        m.run_until(10_000_000_000);
+        let s = m.stats();
+        let total: u64 = s.iter().map(|t| t.cpu_ns).sum();
+        let b = s[4].cpu_ns as f64 / total as f64;
+        println!(
+            "{f:?}: group B (52 shares) got {:.2} % (52/1076 = {:.2} %)",
+            b * 100.0,
+            5200.0 / 1076.0
+        );
+        assert!((b - 52.0 / 1076.0).abs() < 0.005, "{b}");
+        // Inside A the four hogs share equally.
+        let a: Vec<f64> = s[..4]
+            .iter()
+            .map(|t| t.cpu_ns as f64 / total as f64)
+            .collect();
+        assert!(a.iter().all(|x| (x - a[0]).abs() < 0.01), "{a:?}");
+    }
+}
+
+#[test]
+fn four_hogs_started_on_cpu_0_settle_2_plus_2_within_a_second() {
+    for f in FLAVOURS {
+        // Each hog spends its first phase pinned to CPU 0, then may go anywhere.
+        let w = parse(
+            r#"{"tasks": {"hog": {"instance": 4, "loop": 1, "phases": {
+                "start": {"cpus": [0], "run": 1000},
+                "free": {"run": 3000000}
+            }}}}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(2), w, Fair::new(f, 2)).unwrap();
+        m.run_until(1_000_000_000);
+        let at_1s = m.stats();
+        m.run_until(2_000_000_000);
+        let at_2s = m.stats();
+        // Over the second second, each hog gets half a CPU: 2 + 2.
+        for (a, b) in at_1s.iter().zip(&at_2s) {
+            let share = (b.cpu_ns - a.cpu_ns) as f64 / 1e9;
+            assert!((share - 0.5).abs() < 0.05, "{}: {share}", b.name);
+        }
+        assert!(
+            at_1s.iter().map(|s| s.migrations).sum::<u64>() >= 2,
+            "balancing moved two hogs"
+        );
+    }
+}
+
+#[test]
+fn after_cpu1_goes_offline_nothing_runs_there() {
+    for f in FLAVOURS {
+        let w = parse(
+            r#"{"tasks": {
+                "hog": {"instance": 3, "run": 100000},
+                "p": {"cpus": [1], "loop": -1, "run": 2000, "timer": {"ref": "t", "period": 10000}}
+            }}"#,
+            "test",
+        )
+        .unwrap();
+        let mut platform = Platform::uniform(2);
+        platform.hotplug = vec![(500_000_000, 1, false), (1_500_000_000, 1, true)];
+        // The machine checks at every event (test builds) that no task runs on
+        // an offline CPU; run across the off and on events.
+        let mut m = Machine::new(platform, w, Fair::new(f, 2)).unwrap();
+        m.run_until(1_000_000_000);
+        let mid = m.stats();
+        m.run_until(1_400_000_000);
+        let later = m.stats();
+        // While CPU 1 is off, one CPU's worth of time is shared by all four.
+        let used: u64 = later
+            .iter()
+            .zip(&mid)
+            .map(|(b, a)| b.cpu_ns - a.cpu_ns)
+            .sum();
+        assert!((used as f64 / 400_000_000.0 - 1.0).abs() < 0.01, "{used}");
+        // The periodic thread pinned to CPU 1 was moved (affinity broken) and ran.
+        assert!(later[3].cpu_ns > mid[3].cpu_ns);
+        m.run_until(2_500_000_000);
+        let end = m.stats();
+        let after_on: u64 = end
+            .iter()
+            .zip(&later)
+            .map(|(b, a)| b.cpu_ns - a.cpu_ns)
+            .sum();
+        assert!(
+            after_on > 1_500_000_000,
+            "CPU 1 is used again after coming back: {after_on}"
+        );
+    }
+}
+
+#[test]
+fn tasks_that_only_yield_and_resume_each_other_do_not_overflow() {
+    for f in FLAVOURS {
+        let s = run(
+            f,
+            r#"{"tasks": {
+                "a": {"loop": 100000, "yield": "", "resume": "b", "suspend": "a"},
+                "b": {"loop": 100000, "yield": "", "resume": "a", "suspend": "b"}
+            }}"#,
+            1,
+            1.0,
+        );
+        assert_eq!(s.len(), 2);
+    }
+}

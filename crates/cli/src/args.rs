@@ -82,9 +82,10 @@ pub enum Command {
     Lab(LabCommand),
     /// Simulate an rt-app workload on a model of the Linux scheduler.
     ///
-    /// Today: CFS as in Linux 2.6.32-3.0 (the papers' kernels) with group
-    /// shares, pair-wise load balancing, CPU capacities and hot-plug. EEVDF,
-    /// the RT class and CFS bandwidth are still to come.
+    /// Models: EEVDF as in Linux 6.6+ (this machine's kernel) and CFS as in
+    /// Linux 2.6.32-3.0 (the papers' kernels), each with hierarchical group
+    /// shares, CFS bandwidth, pair-wise load balancing, the RT class above,
+    /// CPU capacities and hot-plug.
     Sim(SimArgs),
 }
 
@@ -93,9 +94,13 @@ pub struct SimArgs {
     /// The rt-app JSON workload.
     #[arg(required_unless_present = "bench")]
     pub workload: Option<PathBuf>,
-    /// Number of CPUs (capacity 1024 each, unless --capacities).
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub cpus: usize,
+    /// Platform file (TOML: kernel, hz, cpus or capacities, hotplug,
+    /// groups); the options below override it.
+    #[arg(long, value_name = "FILE")]
+    pub platform: Option<PathBuf>,
+    /// Number of CPUs (capacity 1024 each) [default: 2].
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<usize>,
     /// Capacity of each CPU, e.g. 1024,1024,446,446 (sets the CPU count).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub capacities: Vec<u32>,
@@ -105,18 +110,34 @@ pub struct SimArgs {
     /// cpu.shares of task groups, e.g. "/bg=52,/apps=1024".
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub group_shares: Vec<String>,
-    /// The kernel model.
-    #[arg(long, value_name = "MODEL", default_value = "cfs", value_parser = ["cfs"])]
-    pub kernel: String,
+    /// CPU bandwidth of task groups, PATH=QUOTA_US/PERIOD_US, e.g. "/bg=50000/100000".
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub group_quota: Vec<String>,
+    /// The kernel model: eevdf (Linux 6.6+) or cfs (Linux 2.6.32) [default: eevdf].
+    #[arg(long, value_name = "MODEL", value_parser = ["cfs", "eevdf"])]
+    pub kernel: Option<String>,
     /// Simulated seconds (default: the workload's duration, else 10).
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
-    /// Seed for anything random (the models are deterministic today).
+    /// Seed for anything random; recorded in the summary. (No model draws
+    /// random numbers today: a run depends on its input alone.)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Write a Chrome/Perfetto trace (open it in ui.perfetto.dev).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Write an SVG Gantt chart of --svg-window.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// The chart's time window, FROM..TO (e.g. 1s..1.2s, 0..50ms) [default: the first 200 ms].
+    #[arg(long, value_name = "FROM..TO")]
+    pub svg_window: Option<String>,
+    /// Write rt-app log files (one per thread) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
     /// Measure the simulator's speed instead of running a workload.
     #[arg(long)]
     pub bench: bool,

@@ -82,6 +82,15 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         self.fair.set_group_shares(path, shares)
     }
 
+    fn set_group_quota(
+        &mut self,
+        path: &str,
+        quota_ns: Option<Ns>,
+        period_ns: Ns,
+    ) -> Result<(), String> {
+        self.fair.set_group_quota(path, quota_ns, period_ns)
+    }
+
     fn update_curr(&mut self, cpu: usize, now: Ns) {
         self.fair.update_curr(cpu, now);
     }

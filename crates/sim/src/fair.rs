@@ -156,6 +156,8 @@ struct CfsRq {
     /// The entity standing for this run queue in the parent's (None: root).
     se: Option<EntityId>,
     group: GroupId,
+    /// Its group ran out of bandwidth: its entity is off the parent queue.
+    throttled: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -163,6 +165,18 @@ struct Group {
     shares: u64,
     /// Run queue per CPU.
     rqs: Vec<RqId>,
+    /// CFS bandwidth: `cpu.cfs_quota_us` / `cpu.max`, if any.
+    quota: Option<Bandwidth>,
+}
+
+/// A group's CPU bandwidth limit and what is left of it this period.
+#[derive(Debug, Clone, Copy)]
+struct Bandwidth {
+    quota_ns: Ns,
+    period_ns: Ns,
+    /// Runtime left in this period (negative: overrun, repaid next period).
+    runtime: i64,
+    period_start: Ns,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -186,8 +200,11 @@ pub struct Fair {
     tasks: Vec<TaskInfo>,
     /// The task running on each CPU.
     running: Vec<Option<TaskId>>,
-    /// Runnable tasks per CPU (delayed ones not counted).
+    /// Runnable tasks per CPU (delayed ones not counted; XXX: throttled
+    /// ones are, which the kernel's `h_nr_runnable` does not).
     runnable: Vec<usize>,
+    /// Groups with a bandwidth limit.
+    limited: Vec<GroupId>,
 }
 
 impl Fair {
@@ -214,6 +231,7 @@ impl Fair {
             tasks: Vec::new(),
             running: vec![None; ncpus],
             runnable: vec![0; ncpus],
+            limited: Vec::new(),
         };
         let root: Vec<RqId> = (0..ncpus)
             .map(|_| {
@@ -224,6 +242,7 @@ impl Fair {
         f.groups.push(Group {
             shares: NICE_0_WEIGHT,
             rqs: root,
+            quota: None,
         });
         f.by_path.insert("/".into(), 0);
         f
@@ -278,6 +297,7 @@ impl Fair {
         self.groups.push(Group {
             shares: NICE_0_WEIGHT,
             rqs,
+            quota: None,
         });
         self.by_path.insert(path.to_string(), id);
         id
@@ -525,7 +545,15 @@ impl Fair {
             en.exec_start = now;
             en.sum_exec += delta;
             en.vruntime += dv;
-            let rq = en.rq;
+            let (rq, my_rq) = (en.rq, en.my_rq);
+            // account_cfs_rq_runtime: a limited group pays for its CPU time
+            // and asks for a resched when it has none left.
+            if let Some(q) = my_rq.and_then(|r| self.groups[self.rqs[r].group].quota.as_mut()) {
+                q.runtime -= delta as i64;
+                if q.runtime <= 0 {
+                    resched = true;
+                }
+            }
             self.update_min_vruntime(rq);
             if self.flavour == Flavour::Eevdf {
                 let new_deadline = self.update_deadline(e);
@@ -699,6 +727,72 @@ impl Fair {
         }
     }
 
+    /// Whether run queue `rq`'s group has used up its bandwidth.
+    fn out_of_runtime(&self, rq: RqId) -> bool {
+        self.groups[self.rqs[rq].group]
+            .quota
+            .is_some_and(|q| q.runtime <= 0)
+    }
+
+    /// `throttle_cfs_rq`: the group's entity leaves its parent's queue on
+    /// this CPU; its tasks stay queued inside, out of reach.
+    fn throttle(&mut self, rq: RqId) {
+        self.rqs[rq].throttled = true;
+        if let Some(se) = self.rqs[rq].se {
+            if self.entities[se].on_rq {
+                self.dequeue_up(se, true);
+            }
+        }
+    }
+
+    /// `unthrottle_cfs_rq`: the group's entity comes back (with the group
+    /// entities above it that emptied), if it has anything queued.
+    fn unthrottle(&mut self, rq: RqId, now: Ns) {
+        self.rqs[rq].throttled = false;
+        if self.rqs[rq].nr_queued == 0 {
+            return;
+        }
+        let mut r = rq;
+        while let Some(se) = self.rqs[r].se {
+            if self.entities[se].on_rq || self.rqs[r].throttled {
+                break;
+            }
+            let parent = self.entities[se].rq;
+            self.enqueue_entity(parent, se, true, now);
+            r = parent;
+        }
+        self.update_shares_up(rq);
+    }
+
+    /// The period timer (`do_sched_cfs_period_timer`): each limited group
+    /// whose period ended gets its quota again (less any overrun, which
+    /// the kernel also carries in `runtime_remaining`) and is unthrottled.
+    /// (XXX: runs at the tick, which falls on period boundaries for periods
+    /// that are whole ticks; no per-CPU 5 ms slices of the pool.)
+    fn refresh_bandwidth(&mut self, now: Ns) {
+        for i in 0..self.limited.len() {
+            let g = self.limited[i];
+            let Some(q) = self.groups[g].quota.as_mut() else {
+                continue;
+            };
+            if now < q.period_start + q.period_ns {
+                continue;
+            }
+            let periods = (now - q.period_start) / q.period_ns;
+            q.period_start += periods * q.period_ns;
+            q.runtime = (q.runtime.min(0) + q.quota_ns as i64).min(q.quota_ns as i64);
+            if q.runtime <= 0 {
+                continue;
+            }
+            for cpu in 0..self.ncpus {
+                let rq = self.groups[g].rqs[cpu];
+                if self.rqs[rq].throttled {
+                    self.unthrottle(rq, now);
+                }
+            }
+        }
+    }
+
     fn is_idle(&self, t: TaskId) -> bool {
         self.tasks[t].policy == Policy::Idle
     }
@@ -806,6 +900,38 @@ impl SchedClass for Fair {
         Ok(())
     }
 
+    fn set_group_quota(
+        &mut self,
+        path: &str,
+        quota_ns: Option<Ns>,
+        period_ns: Ns,
+    ) -> Result<(), String> {
+        // The kernel's limits: period 1 ms – 1 s, quota ≥ 1 ms.
+        if !(1_000_000..=1_000_000_000).contains(&period_ns) {
+            return Err(format!(
+                "group {path}: period must be 1 ms to 1 s, not {period_ns} ns"
+            ));
+        }
+        if quota_ns.is_some_and(|q| q < 1_000_000) {
+            return Err(format!("group {path}: quota must be at least 1 ms"));
+        }
+        let g = self.group(path);
+        if g == 0 {
+            return Err("the root group has no bandwidth limit".into());
+        }
+        self.groups[g].quota = quota_ns.map(|q| Bandwidth {
+            quota_ns: q,
+            period_ns,
+            runtime: q as i64,
+            period_start: 0,
+        });
+        self.limited.retain(|&x| x != g);
+        if quota_ns.is_some() {
+            self.limited.push(g);
+        }
+        Ok(())
+    }
+
     fn update_curr(&mut self, cpu: usize, now: Ns) {
         self.update_curr_cpu(cpu, now);
     }
@@ -842,7 +968,7 @@ impl SchedClass for Fair {
         loop {
             self.enqueue_entity(rq, e, wakeup, now);
             match self.rqs[rq].se {
-                Some(se) if !self.entities[se].on_rq => {
+                Some(se) if !self.entities[se].on_rq && !self.rqs[rq].throttled => {
                     e = se;
                     rq = self.entities[se].rq;
                 }
@@ -891,13 +1017,23 @@ impl SchedClass for Fair {
             // Choose without side effects, then commit.
             let mut rq = self.groups[0].rqs[cpu];
             let mut path = Vec::new();
+            let mut throttle = None;
             loop {
                 let e = self.pick_entity(rq)?;
                 path.push(e);
                 match self.entities[e].my_rq {
+                    Some(child) if self.out_of_runtime(child) => {
+                        throttle = Some(child);
+                        break;
+                    }
                     Some(child) => rq = child,
                     None => break,
                 }
+            }
+            if let Some(child) = throttle {
+                // check_cfs_rq_runtime: the group has used its quota.
+                self.throttle(child);
+                continue;
             }
             let leaf = *path.last()?;
             if self.entities[leaf].delayed {
@@ -950,14 +1086,16 @@ impl SchedClass for Fair {
     }
 
     fn tick(&mut self, cpu: usize, now: Ns) -> bool {
+        self.refresh_bandwidth(now);
         let resched = self.update_curr_cpu(cpu, now);
         let Some(t) = self.running[cpu] else {
-            return false;
+            // Idle with work queued (a group was just unthrottled): pick.
+            return self.rqs[self.groups[0].rqs[cpu]].nr_queued > 0;
         };
         // entity_tick re-weighs the running task's groups on this CPU.
         let rq = self.entities[self.tasks[t].entity].rq;
         self.update_shares_up(rq);
-        if self.flavour == Flavour::Eevdf {
+        if resched || self.flavour == Flavour::Eevdf {
             return resched;
         }
         for e in self.path_up(self.tasks[t].entity) {
@@ -1075,6 +1213,17 @@ impl SchedClass for Fair {
     }
 
     fn cpu_offline(&mut self, cpu: usize) {
+        // Throttled tasks must be in reach to be moved off (they stay
+        // limited: their group is throttled wherever they land).
+        let throttled: Vec<RqId> = self
+            .limited
+            .iter()
+            .map(|&g| self.groups[g].rqs[cpu])
+            .filter(|&rq| self.rqs[rq].throttled)
+            .collect();
+        for rq in throttled {
+            self.unthrottle(rq, 0);
+        }
         // Delayed sleepers leave the dying CPU's queues.
         let mut stack = vec![self.groups[0].rqs[cpu]];
         let mut delayed = Vec::new();

@@ -45,6 +45,21 @@ pub trait SchedClass {
             self.name()
         ))
     }
+    /// Sets (Some) or lifts (None) a group's CPU bandwidth limit:
+    /// `quota_ns` of CPU time every `period_ns` (`cpu.cfs_quota_us` /
+    /// `cpu.cfs_period_us`, v2 `cpu.max`).
+    fn set_group_quota(
+        &mut self,
+        path: &str,
+        quota_ns: Option<Ns>,
+        period_ns: Ns,
+    ) -> Result<(), String> {
+        let _ = (quota_ns, period_ns);
+        Err(format!(
+            "{}: no CPU bandwidth control (group {path:?})",
+            self.name()
+        ))
+    }
     /// Charges the running task of `cpu` for the time since it was last
     /// accounted (`update_curr`).
     fn update_curr(&mut self, cpu: usize, now: Ns);

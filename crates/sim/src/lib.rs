@@ -27,6 +27,8 @@ pub mod fair;
 pub mod json;
 pub mod kernel;
 pub mod machine;
+pub mod output;
+pub mod platform;
 pub mod report;
 pub mod rt;
 pub mod rtapp;

@@ -48,6 +48,41 @@ pub struct TaskStats {
     pub migrations: u64,
     pub preemptions: u64,
     pub switches: u64,
+    /// rt-app's slack at each timer: expiry − the moment the thread got to
+    /// it (negative: it was late), ns.
+    pub slack_ns: Vec<i64>,
+}
+
+/// A stretch of time a task ran on a CPU (recorded when asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSlice {
+    pub task: TaskId,
+    pub cpu: usize,
+    pub start: Ns,
+    pub end: Ns,
+}
+
+/// One line of an rt-app log: one iteration of a phase (recorded when
+/// asked). Times in ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLine {
+    /// The phase.
+    pub idx: usize,
+    /// CPU time used in the iteration.
+    pub run: Ns,
+    /// The iteration's length.
+    pub period: Ns,
+    pub start: Ns,
+    pub end: Ns,
+    /// Start relative to the thread's first iteration.
+    pub rel_st: Ns,
+    /// The last timer's slack in the iteration.
+    pub slack: i64,
+    /// Configured run/runtime and timer periods of the phase.
+    pub c_duration: Ns,
+    pub c_period: Ns,
+    /// Wake-up latency after timer events in the iteration.
+    pub wu_lat: Ns,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +128,17 @@ struct Task {
     /// A mutex to take before going on (after a `wait` was signalled).
     relock: Option<String>,
     stats: TaskStats,
+    /// Since when it runs on its CPU (for run slices).
+    on_cpu_since: Ns,
+    /// The current phase iteration (for log lines): start, CPU time at
+    /// its start, slack, wake-up latency after timers; first start.
+    iter_start: Option<Ns>,
+    iter_cpu: Ns,
+    iter_slack: i64,
+    iter_wu_lat: Ns,
+    first_start: Option<Ns>,
+    timer_wake: bool,
+    log: Vec<LogLine>,
 }
 
 #[derive(Debug, Default)]
@@ -120,6 +166,46 @@ pub struct Machine<K: SchedClass> {
     cpu_busy: Vec<Ns>,
     /// Threads whose program has ended.
     exited: usize,
+    /// Record run slices, wake-ups and log lines (for traces and logs).
+    record: bool,
+    slices: Vec<RunSlice>,
+    wake_marks: Vec<(Ns, TaskId, usize)>,
+    /// Time each pair of tasks spent queued on the same CPU, when tracked.
+    sharing: Option<Sharing>,
+}
+
+/// Who shares each CPU's run queue, and for how long pairs did.
+#[derive(Debug, Default)]
+struct Sharing {
+    members: Vec<Vec<TaskId>>,
+    since: Vec<Ns>,
+    pairs: HashMap<(TaskId, TaskId), Ns>,
+}
+
+impl Sharing {
+    fn settle(&mut self, cpu: usize, now: Ns) {
+        let dt = now - self.since[cpu];
+        self.since[cpu] = now;
+        if dt == 0 {
+            return;
+        }
+        let m = &self.members[cpu];
+        for (i, &a) in m.iter().enumerate() {
+            for &b in &m[i + 1..] {
+                *self.pairs.entry((a.min(b), a.max(b))).or_default() += dt;
+            }
+        }
+    }
+
+    fn join(&mut self, cpu: usize, t: TaskId, now: Ns) {
+        self.settle(cpu, now);
+        self.members[cpu].push(t);
+    }
+
+    fn leave(&mut self, cpu: usize, t: TaskId, now: Ns) {
+        self.settle(cpu, now);
+        self.members[cpu].retain(|&x| x != t);
+    }
 }
 
 impl<K: SchedClass> Machine<K> {
@@ -173,6 +259,14 @@ impl<K: SchedClass> Machine<K> {
                     gen: 0,
                     woke_at: None,
                     relock: None,
+                    on_cpu_since: 0,
+                    iter_start: None,
+                    iter_cpu: 0,
+                    iter_slack: 0,
+                    iter_wu_lat: 0,
+                    first_start: None,
+                    timer_wake: false,
+                    log: Vec::new(),
                     stats: TaskStats {
                         name: if t.instances > 1 {
                             format!("{}-{instance}", t.name)
@@ -217,12 +311,102 @@ impl<K: SchedClass> Machine<K> {
             online: vec![true; ncpus],
             cpu_busy: vec![0; ncpus],
             exited: 0,
+            record: false,
+            slices: Vec::new(),
+            wake_marks: Vec::new(),
+            sharing: None,
         })
+    }
+
+    /// Records run slices, wake-ups and rt-app log lines from now on.
+    pub fn record(&mut self) {
+        self.record = true;
+    }
+
+    /// Tracks how long each pair of tasks shares a CPU's run queue (cost:
+    /// pairs per CPU at every change; meant for small task sets).
+    pub fn track_sharing(&mut self) {
+        let n = self.platform.capacities.len();
+        self.sharing = Some(Sharing {
+            members: vec![Vec::new(); n],
+            since: vec![self.q.now(); n],
+            pairs: HashMap::new(),
+        });
+    }
+
+    /// Run slices recorded so far.
+    pub fn slices(&self) -> &[RunSlice] {
+        &self.slices
+    }
+
+    /// Wake-ups recorded so far: (when, task, CPU).
+    pub fn wake_marks(&self) -> &[(Ns, TaskId, usize)] {
+        &self.wake_marks
+    }
+
+    /// rt-app log lines of task `t`.
+    pub fn log(&self, t: TaskId) -> &[LogLine] {
+        &self.tasks[t].log
+    }
+
+    /// The rt-app task spec index and policy/priority of task `t`.
+    pub fn spec_of(&self, t: TaskId) -> &crate::rtapp::Task {
+        &self.work.tasks[self.tasks[t].spec]
+    }
+
+    /// Time each pair of tasks spent queued on the same CPU, if tracked:
+    /// ((a, b), ns) with a < b.
+    pub fn sharing(&self) -> Option<Vec<((TaskId, TaskId), Ns)>> {
+        let s = self.sharing.as_ref()?;
+        let mut v: Vec<_> = s.pairs.iter().map(|(&k, &v)| (k, v)).collect();
+        v.sort_unstable();
+        Some(v)
+    }
+
+    /// Closes the run slice of `t` on `cpu` at now.
+    fn end_run(&mut self, t: TaskId, cpu: usize) {
+        if !self.record {
+            return;
+        }
+        let now = self.q.now();
+        let start = std::mem::replace(&mut self.tasks[t].on_cpu_since, now);
+        if now > start {
+            self.slices.push(RunSlice {
+                task: t,
+                cpu,
+                start,
+                end: now,
+            });
+        }
+    }
+
+    fn join(&mut self, cpu: usize, t: TaskId) {
+        let now = self.q.now();
+        if let Some(s) = self.sharing.as_mut() {
+            s.join(cpu, t, now);
+        }
+    }
+
+    fn leave(&mut self, cpu: usize, t: TaskId) {
+        let now = self.q.now();
+        if let Some(s) = self.sharing.as_mut() {
+            s.leave(cpu, t, now);
+        }
     }
 
     /// Sets a cgroup's `cpu.shares` (before running).
     pub fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
         self.k.set_group_shares(path, shares)
+    }
+
+    /// Sets a cgroup's CPU bandwidth limit (before running).
+    pub fn set_group_quota(
+        &mut self,
+        path: &str,
+        quota_ns: Option<Ns>,
+        period_ns: Ns,
+    ) -> Result<(), String> {
+        self.k.set_group_quota(path, quota_ns, period_ns)
     }
 
     /// Runs until `end` (simulated ns) or until nothing is left to happen.
@@ -254,8 +438,22 @@ impl<K: SchedClass> Machine<K> {
         }
         // Charge what is running up to the end.
         for cpu in 0..self.platform.capacities.len() {
+            if let Some(s) = self.sharing.as_mut() {
+                s.settle(cpu, end.max(s.since[cpu]));
+            }
             if let Some(c) = self.k.curr(cpu) {
                 let now = end.max(self.q.now());
+                if self.record {
+                    let start = std::mem::replace(&mut self.tasks[c].on_cpu_since, now);
+                    if now > start {
+                        self.slices.push(RunSlice {
+                            task: c,
+                            cpu,
+                            start,
+                            end: now,
+                        });
+                    }
+                }
                 let t = &mut self.tasks[c];
                 let ran = now.saturating_sub(t.run_start);
                 t.stats.cpu_ns += ran;
@@ -364,6 +562,10 @@ impl<K: SchedClass> Machine<K> {
         }
         task.cpu = cpu;
         self.k.enqueue(cpu, t, true, now);
+        self.join(cpu, t);
+        if self.record {
+            self.wake_marks.push((now, t, cpu));
+        }
         // The reschedule happens at this same instant but from the event
         // queue (as the kernel's resched IPI / need_resched does), so a
         // chain of wake-ups never deepens the stack.
@@ -383,6 +585,7 @@ impl<K: SchedClass> Machine<K> {
         let now = self.now();
         if let Some(c) = self.k.curr(cpu) {
             self.charge(c);
+            self.end_run(c, cpu);
             let task = &mut self.tasks[c];
             task.gen += 1;
             task.state = State::Runnable;
@@ -451,6 +654,7 @@ impl<K: SchedClass> Machine<K> {
         let now = self.now();
         if let Some(c) = self.k.curr(cpu) {
             self.charge(c);
+            self.end_run(c, cpu);
             self.tasks[c].gen += 1;
             self.k.put_prev(cpu, c, now);
             self.tasks[c].state = State::Runnable;
@@ -458,6 +662,7 @@ impl<K: SchedClass> Machine<K> {
         self.k.cpu_offline(cpu);
         for t in self.k.queued(cpu) {
             self.k.dequeue(cpu, t, false, now);
+            self.leave(cpu, t);
             let task = &mut self.tasks[t];
             task.state = State::Blocked;
             task.woke_at = None;
@@ -520,10 +725,12 @@ impl<K: SchedClass> Machine<K> {
         let moved = self.k.balance(cpu, now, newidle, &|t, c| {
             online[c] && tasks[t].allowed.contains(&c)
         });
-        for &(t, _from) in &moved {
+        for &(t, from) in &moved {
             let task = &mut self.tasks[t];
             task.cpu = cpu;
             task.stats.migrations += 1;
+            self.leave(from, t);
+            self.join(cpu, t);
         }
         if !newidle && !moved.is_empty() && self.k.curr(cpu).is_none() {
             self.schedule(cpu);
@@ -533,6 +740,11 @@ impl<K: SchedClass> Machine<K> {
 
     fn dispatch(&mut self, t: TaskId, cpu: usize) {
         let now = self.now();
+        let from = self.tasks[t].cpu;
+        if from != cpu {
+            self.leave(from, t);
+            self.join(cpu, t);
+        }
         let task = &mut self.tasks[t];
         if task.cpu != cpu {
             task.stats.migrations += 1;
@@ -541,8 +753,12 @@ impl<K: SchedClass> Machine<K> {
         task.state = State::Running;
         task.stats.switches += 1;
         task.run_start = now;
+        task.on_cpu_since = now;
         if let Some(w) = task.woke_at.take() {
             task.stats.wakeup_latency_ns.push(now - w);
+            if std::mem::take(&mut task.timer_wake) {
+                task.iter_wu_lat += now - w;
+            }
         }
         if self.tasks[t].remaining > 0 {
             let wall = self.wall_for(t, cpu);
@@ -569,7 +785,9 @@ impl<K: SchedClass> Machine<K> {
         } else {
             State::Blocked
         };
+        self.end_run(t, cpu);
         self.k.dequeue(cpu, t, !exited, now);
+        self.leave(cpu, t);
         self.schedule(cpu);
     }
 
@@ -583,12 +801,51 @@ impl<K: SchedClass> Machine<K> {
     /// `None` when the program is over.
     fn next_event(&mut self, t: TaskId) -> Option<Event> {
         let spec = &self.work.tasks[self.tasks[t].spec];
+        let (now, record) = (self.q.now(), self.record);
         loop {
             let task = &mut self.tasks[t];
             let phase = &spec.phases[task.phase];
+            let cpu_now = task.stats.cpu_ns
+                + if task.state == State::Running {
+                    now - task.run_start
+                } else {
+                    0
+                };
             if task.event < phase.events.len() {
+                if task.event == 0 && task.iter_start.is_none() {
+                    task.iter_start = Some(now);
+                    task.iter_cpu = cpu_now;
+                    task.iter_slack = 0;
+                    task.iter_wu_lat = 0;
+                    task.first_start.get_or_insert(now);
+                }
                 task.event += 1;
                 return Some(phase.events[task.event - 1].clone());
+            }
+            // One iteration of the phase is over: rt-app logs a line.
+            if let Some(start) = task.iter_start.take() {
+                if record {
+                    let (mut c_duration, mut c_period) = (0, 0);
+                    for e in &phase.events {
+                        match e {
+                            Event::Run(us) | Event::Runtime(us) => c_duration += us * 1000,
+                            Event::Timer { period_us, .. } => c_period += period_us * 1000,
+                            _ => {}
+                        }
+                    }
+                    task.log.push(LogLine {
+                        idx: task.phase,
+                        run: cpu_now - task.iter_cpu,
+                        period: now - start,
+                        start,
+                        end: now,
+                        rel_st: start - task.first_start.unwrap_or(start),
+                        slack: task.iter_slack,
+                        c_duration,
+                        c_period,
+                        wu_lat: task.iter_wu_lat,
+                    });
+                }
             }
             task.event = 0;
             if task.phase_loops_left > 0 {
@@ -700,14 +957,20 @@ impl<K: SchedClass> Machine<K> {
                         None => now + period,
                         Some(&prev) => prev + period,
                     };
-                    // Relative mode: a missed expiry does not shift later ones.
+                    // rt-app's slack: negative when the thread came late.
+                    let slack = next as i64 - now as i64;
+                    // Relative mode: a missed expiry re-bases the timer on now.
                     let next = if mode == TimerMode::Relative && next < now {
                         now
                     } else {
                         next
                     };
                     self.timers.insert(key, next);
+                    let task = &mut self.tasks[t];
+                    task.stats.slack_ns.push(slack);
+                    task.iter_slack = slack;
                     if next > now {
+                        task.timer_wake = true;
                         return self.sleep_until(t, next);
                     }
                 }
@@ -737,12 +1000,9 @@ impl<K: SchedClass> Machine<K> {
                     return self.block(t, false);
                 }
                 Event::Sync { cond, mutex } => {
-                    // rt-app: lock, signal, wait (which unlocks), unlock.
-                    if !self.lock(t, &mutex) {
-                        // Take the lock first; the sync runs once it is ours.
-                        self.tasks[t].event -= 1;
-                        return self.block(t, false);
-                    }
+                    // rt-app's sig_and_wait: the caller holds the mutex
+                    // (its JSON locks first); signal, then wait, which
+                    // lets the mutex go until the wake-up.
                     self.signal(&cond, false);
                     self.conds
                         .entry(cond)
@@ -799,6 +1059,24 @@ mod tests {
         let mut m = Machine::new(Platform::uniform(cpus), w, Fair::cfs(cpus)).unwrap();
         m.run_until((secs * 1e9) as Ns);
         m.stats()
+    }
+
+    #[test]
+    fn sync_signals_then_waits_with_the_mutex_held() {
+        // The browser-short.json pattern: one side syncs holding the mutex,
+        // the other waits and signals back; both go round for ever.
+        let s = run(
+            r#"{"tasks": {
+                "display": {"loop": -1, "run": 300, "lock": "m",
+                    "sync": {"ref": "q", "mutex": "m"}, "unlock": "m"},
+                "binder": {"loop": -1, "lock": "m",
+                    "wait": {"ref": "q", "mutex": "m"}, "unlock": "m", "run": 200,
+                    "lock": "m", "signal": "q", "unlock": "m"}
+            }}"#,
+            2,
+            0.1,
+        );
+        assert!(s[0].wakeups > 100 && s[1].wakeups > 100, "{s:?}");
     }
 
     #[test]

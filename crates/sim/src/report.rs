@@ -18,6 +18,20 @@ pub struct TaskSummary {
     pub migrations: u64,
     pub preemptions: u64,
     pub switches: u64,
+    /// rt-app timer slack (expiry − arrival at the timer): median and
+    /// worst, µs; absent for threads without timers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slack_p50_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slack_min_us: Option<f64>,
+}
+
+/// Time two tasks spent queued on the same CPU.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Shared {
+    pub a: String,
+    pub b: String,
+    pub seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -32,6 +46,10 @@ pub struct Summary {
     /// Jain's fairness index of the tasks' CPU time,
     /// (Σx)² / (n · Σx²): 1 when all got the same.
     pub jain_fairness: f64,
+    /// Pairs of tasks that shared a CPU's run queue, and for how long
+    /// (when tracked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sharing: Vec<Shared>,
 }
 
 fn percentile(sorted: &[Ns], p: f64) -> Ns {
@@ -51,6 +69,11 @@ pub fn summarise<K: SchedClass>(m: &Machine<K>) -> Summary {
         .map(|s| {
             let mut lat = s.wakeup_latency_ns.clone();
             lat.sort_unstable();
+            let mut slack = s.slack_ns.clone();
+            slack.sort_unstable();
+            let slack_p50_us =
+                (!slack.is_empty()).then(|| slack[(slack.len() - 1) / 2] as f64 / 1e3);
+            let slack_min_us = slack.first().map(|&v| v as f64 / 1e3);
             TaskSummary {
                 cpu_s: s.cpu_ns as f64 / 1e9,
                 share: s.cpu_ns as f64 / t,
@@ -61,8 +84,20 @@ pub fn summarise<K: SchedClass>(m: &Machine<K>) -> Summary {
                 migrations: s.migrations,
                 preemptions: s.preemptions,
                 switches: s.switches,
+                slack_p50_us,
+                slack_min_us,
                 name: s.name,
             }
+        })
+        .collect();
+    let sharing = m
+        .sharing()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|((a, b), ns)| Shared {
+            a: tasks[a].name.clone(),
+            b: tasks[b].name.clone(),
+            seconds: ns as f64 / 1e9,
         })
         .collect();
     let xs: Vec<f64> = tasks.iter().map(|t| t.cpu_s).collect();
@@ -80,5 +115,6 @@ pub fn summarise<K: SchedClass>(m: &Machine<K>) -> Summary {
             sum * sum / (xs.len() as f64 * sq)
         },
         tasks,
+        sharing,
     }
 }

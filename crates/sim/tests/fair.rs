@@ -192,3 +192,33 @@ fn tasks_that_only_yield_and_resume_each_other_do_not_overflow() {
         assert_eq!(s.len(), 2);
     }
 }
+
+#[test]
+fn a_group_gets_its_quota_and_no_more() {
+    for f in FLAVOURS {
+        // Two hogs in /lim (25 ms per 100 ms) beside a free hog, 2 CPUs.
+        let w = parse(
+            r#"{"tasks": {
+                "lim": {"instance": 2, "taskgroup": "/lim", "run": 1000000},
+                "free": {"run": 1000000}
+            }}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(2), w, Fair::new(f, 2)).unwrap();
+        m.set_group_quota("/lim", Some(25_000_000), 100_000_000)
+            .unwrap();
+        m.run_until(5_000_000_000);
+        let s = m.stats();
+        let lim = (s[0].cpu_ns + s[1].cpu_ns) as f64 / 5e9;
+        let free = s[2].cpu_ns as f64 / 5e9;
+        println!("{f:?}: /lim got {lim:.4} CPUs (quota 0.25), the free hog {free:.4}");
+        assert!((lim - 0.25).abs() < 0.01, "{lim}");
+        assert!(free > 0.99, "{free}");
+        // Bad limits are refused.
+        assert!(m.set_group_quota("/lim", Some(10), 100_000_000).is_err());
+        assert!(m
+            .set_group_quota("/", Some(50_000_000), 100_000_000)
+            .is_err());
+    }
+}

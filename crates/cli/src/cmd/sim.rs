@@ -3,64 +3,95 @@
 use crate::args::SimArgs;
 use crate::table::Table;
 use anyhow::{bail, Context};
-use corral_sim::fair::Fair;
-use corral_sim::machine::{Machine, Platform};
+use corral_sim::machine::Platform;
+use corral_sim::platform::{self, GroupSpec, PlatformSpec};
 use corral_sim::report::{summarise, Summary};
-use corral_sim::rtapp;
+use corral_sim::{output, rtapp};
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// Parses "2s:cpu1=off,5.5s:cpu1=on" (also ms suffixes).
-fn parse_hotplug(spec: &str, ncpus: usize) -> anyhow::Result<Vec<(u64, usize, bool)>> {
-    spec.split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|item| {
-            let bad = || {
-                anyhow::anyhow!("--hotplug: {item:?} is not TIME:cpuN=on|off (e.g. 2s:cpu1=off)")
-            };
-            let (t, what) = item.trim().split_once(':').ok_or_else(bad)?;
-            let ns = if let Some(ms) = t.strip_suffix("ms") {
-                ms.parse::<f64>().map_err(|_| bad())? * 1e6
-            } else {
-                t.strip_suffix('s')
-                    .unwrap_or(t)
-                    .parse::<f64>()
-                    .map_err(|_| bad())?
-                    * 1e9
-            };
-            let (cpu, state) = what.split_once('=').ok_or_else(bad)?;
-            let cpu: usize = cpu
-                .strip_prefix("cpu")
-                .ok_or_else(bad)?
-                .parse()
-                .map_err(|_| bad())?;
-            anyhow::ensure!(
-                cpu < ncpus,
-                "--hotplug: CPU {cpu} does not exist ({ncpus} CPUs)"
-            );
-            let on = match state {
-                "on" => true,
-                "off" => false,
-                _ => return Err(bad()),
-            };
-            Ok((ns as u64, cpu, on))
-        })
-        .collect()
+/// Parses "1s..1.2s" / "0..50ms" into ns.
+fn parse_window(spec: &str) -> anyhow::Result<(u64, u64)> {
+    let bad = || anyhow::anyhow!("--svg-window: {spec:?} is not FROM..TO (e.g. 1s..1.2s)");
+    let (a, b) = spec.split_once("..").ok_or_else(bad)?;
+    let t = |s: &str| -> anyhow::Result<u64> {
+        let s = s.trim();
+        let (num, scale) = if let Some(v) = s.strip_suffix("ms") {
+            (v, 1e6)
+        } else if let Some(v) = s.strip_suffix("us") {
+            (v, 1e3)
+        } else if let Some(v) = s.strip_suffix('s') {
+            (v, 1e9)
+        } else {
+            (s, 1e9)
+        };
+        let v: f64 = num.parse().map_err(|_| bad())?;
+        anyhow::ensure!(v >= 0.0, bad());
+        Ok((v * scale) as u64)
+    };
+    let (from, to) = (t(a)?, t(b)?);
+    anyhow::ensure!(to > from, "--svg-window: {spec:?} ends before it starts");
+    Ok((from, to))
 }
 
-fn simulate(
-    work: rtapp::Workload,
-    platform: Platform,
-    shares: &[(String, u64)],
-    secs: f64,
-) -> anyhow::Result<Summary> {
-    let n = platform.capacities.len();
-    let mut m = Machine::new(platform, work, Fair::cfs(n)).map_err(anyhow::Error::msg)?;
-    for (path, s) in shares {
-        m.set_group_shares(path, *s).map_err(anyhow::Error::msg)?;
+/// The platform from --platform and the options that override it.
+fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
+    let mut spec = match &args.platform {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            platform::parse(&text, &p.display().to_string()).map_err(anyhow::Error::msg)?
+        }
+        None => PlatformSpec {
+            platform: Platform::uniform(2),
+            kernel: None,
+            groups: Default::default(),
+        },
+    };
+    if let Some(n) = args.cpus {
+        anyhow::ensure!((1..=4096).contains(&n), "--cpus must be 1 to 4096");
+        spec.platform.capacities = vec![1024; n];
     }
-    m.run_until((secs * 1e9) as u64);
-    Ok(summarise(&m))
+    if !args.capacities.is_empty() {
+        if args.capacities.iter().any(|&c| c == 0 || c > 1024) {
+            bail!("--capacities: each CPU's capacity must be 1 to 1024");
+        }
+        spec.platform.capacities = args.capacities.clone();
+    }
+    if let Some(h) = &args.hotplug {
+        spec.platform.hotplug = platform::parse_hotplug(h, spec.platform.capacities.len())
+            .map_err(|e| anyhow::anyhow!("--hotplug: {e}"))?;
+    }
+    for s in &args.group_shares {
+        let (p, v) = s
+            .split_once('=')
+            .with_context(|| format!("--group-shares: {s:?} is not PATH=SHARES"))?;
+        let v: u64 = v
+            .parse()
+            .with_context(|| format!("--group-shares: {v:?} is not a number"))?;
+        anyhow::ensure!(
+            (2..=262_144).contains(&v),
+            "--group-shares: {p}: shares are 2 to 262144"
+        );
+        group(&mut spec, p).shares = Some(v);
+    }
+    for s in &args.group_quota {
+        let bad = || anyhow::anyhow!("--group-quota: {s:?} is not PATH=QUOTA_US/PERIOD_US");
+        let (p, v) = s.split_once('=').ok_or_else(bad)?;
+        let (q, per) = v.split_once('/').ok_or_else(bad)?;
+        let g = group(&mut spec, p);
+        g.quota_us = Some(q.parse().map_err(|_| bad())?);
+        g.period_us = per.parse().map_err(|_| bad())?;
+    }
+    Ok(spec)
+}
+
+fn group<'a>(spec: &'a mut PlatformSpec, path: &str) -> &'a mut GroupSpec {
+    spec.groups.entry(path.to_string()).or_insert(GroupSpec {
+        shares: None,
+        quota_us: None,
+        period_us: 100_000,
+    })
 }
 
 pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
@@ -71,44 +102,69 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let work = rtapp::parse(&text, &path.display().to_string()).map_err(anyhow::Error::msg)?;
-    let capacities = if args.capacities.is_empty() {
-        vec![1024; args.cpus]
-    } else {
-        args.capacities.clone()
-    };
-    if capacities.is_empty() || capacities.iter().any(|&c| c == 0 || c > 1024) {
-        bail!("--capacities: each CPU's capacity must be 1 to 1024");
-    }
-    let mut platform = Platform {
-        capacities,
-        ..Platform::uniform(0)
-    };
-    if let Some(h) = &args.hotplug {
-        platform.hotplug = parse_hotplug(h, platform.capacities.len())?;
-    }
-    let shares = args
-        .group_shares
-        .iter()
-        .map(|s| {
-            let (p, v) = s
-                .split_once('=')
-                .with_context(|| format!("--group-shares: {s:?} is not PATH=SHARES"))?;
-            Ok((
-                p.to_string(),
-                v.parse::<u64>()
-                    .with_context(|| format!("--group-shares: {v:?} is not a number"))?,
-            ))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let spec = platform_of(args)?;
+    let kernel = args
+        .kernel
+        .clone()
+        .or(spec.kernel.clone())
+        .unwrap_or_else(|| "eevdf".into());
+    let flavour = platform::flavour(&kernel).context("--kernel is cfs or eevdf")?;
     let secs = args.duration.or(work.duration_s).unwrap_or(10.0);
-    anyhow::ensure!(secs > 0.0 && secs <= 1e6, "--duration must be above 0");
+    anyhow::ensure!(
+        secs > 0.0 && secs <= 1e6,
+        "--duration must be above 0 and at most 1e6 s"
+    );
+    let window = match &args.svg_window {
+        Some(w) => Some(parse_window(w)?),
+        None => None,
+    };
+    let ntasks: u64 = work.tasks.iter().map(|t| t.instances as u64).sum();
+    let mut m = platform::build(work, &spec, flavour).map_err(anyhow::Error::msg)?;
+    let recording = args.trace.is_some() || args.svg.is_some() || args.log_dir.is_some();
+    if recording {
+        m.record();
+    }
+    if ntasks <= 64 {
+        m.track_sharing();
+    }
     let t0 = Instant::now();
-    let s = simulate(work, platform, &shares, secs)?;
+    m.run_until((secs * 1e9) as u64);
     let wall = t0.elapsed().as_secs_f64();
+    let s = summarise(&m);
+    if let Some(f) = &args.trace {
+        std::fs::write(f, output::perfetto(&m))
+            .with_context(|| format!("cannot write {}", f.display()))?;
+        eprintln!(
+            "corral sim: trace written to {} (open it in ui.perfetto.dev)",
+            f.display()
+        );
+    }
+    if let Some(f) = &args.svg {
+        let (from, to) = window.unwrap_or((0, ((secs * 1e9) as u64).min(200_000_000)));
+        std::fs::write(f, output::svg(&m, from, to))
+            .with_context(|| format!("cannot write {}", f.display()))?;
+        eprintln!("corral sim: chart written to {}", f.display());
+    }
+    if let Some(d) = &args.log_dir {
+        let files = output::rtapp_logs(&m, d)
+            .with_context(|| format!("cannot write logs into {}", d.display()))?;
+        eprintln!(
+            "corral sim: {} rt-app logs written to {}",
+            files.len(),
+            d.display()
+        );
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        let mut v = serde_json::to_value(&s)?;
+        v["seed"] = args.seed.into();
+        println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
+    print_summary(&s, wall);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(s: &Summary, wall: f64) {
     println!(
         "{} on {} CPUs, {:.1} s simulated in {:.3} s ({} events, {:.1} M events/s)",
         s.kernel,
@@ -126,6 +182,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         "LAT P50 (us)",
         "P99 (us)",
         "MAX (us)",
+        "SLACK P50/MIN (us)",
         "MIGR",
         "PREEMPT",
         "SWITCHES",
@@ -139,6 +196,10 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
             format!("{:.0}", x.latency_p50_us),
             format!("{:.0}", x.latency_p99_us),
             format!("{:.0}", x.latency_max_us),
+            match (x.slack_p50_us, x.slack_min_us) {
+                (Some(a), Some(b)) => format!("{a:.0}/{b:.0}"),
+                _ => "-".into(),
+            },
             x.migrations.to_string(),
             x.preemptions.to_string(),
             x.switches.to_string(),
@@ -155,55 +216,98 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         util.join(" "),
         s.jain_fairness
     );
-    Ok(ExitCode::SUCCESS)
+    let mut shared: Vec<_> = s.sharing.iter().filter(|p| p.seconds > 0.0).collect();
+    shared.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    if !shared.is_empty() {
+        let top: Vec<String> = shared
+            .iter()
+            .take(8)
+            .map(|p| format!("{}+{} {:.2} s", p.a, p.b, p.seconds))
+            .collect();
+        println!("Sharing a CPU (most): {}", top.join(", "));
+    }
+}
+
+/// Runs `work` for `secs` on `cpus` uniform CPUs; (events, wall seconds).
+fn timed(
+    work: rtapp::Workload,
+    cpus: usize,
+    secs: f64,
+    flavour: corral_sim::fair::Flavour,
+) -> anyhow::Result<(u64, f64)> {
+    let spec = PlatformSpec {
+        platform: Platform::uniform(cpus),
+        kernel: None,
+        groups: Default::default(),
+    };
+    let mut m = platform::build(work, &spec, flavour).map_err(anyhow::Error::msg)?;
+    let t0 = Instant::now();
+    m.run_until((secs * 1e9) as u64);
+    Ok((m.events(), t0.elapsed().as_secs_f64()))
+}
+
+/// Peak resident memory of this process so far (VmHWM), MiB.
+fn peak_rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
 }
 
 /// Events per second on Debian's example workloads and how cost grows.
 fn bench() -> anyhow::Result<ExitCode> {
+    use corral_sim::fair::Flavour;
     let dir = std::path::Path::new("/usr/share/doc/rt-app/examples");
-    println!("workload             cpus  simulated  wall (s)  events     M events/s  x real time");
+    println!("corral sim --bench (release build recommended; run nothing else meanwhile)\n");
+    println!("workload             kernel  cpus  simulated  wall (s)  events      M events/s  x real time");
     for name in ["mp3-short.json", "browser-short.json"] {
         let path = dir.join(name);
         let Ok(text) = std::fs::read_to_string(&path) else {
             println!("{name}: not found (apt-get install rt-app)");
             continue;
         };
-        let work = rtapp::parse(&text, name).map_err(anyhow::Error::msg)?;
-        let secs = 600.0;
-        let t0 = Instant::now();
-        let s = simulate(work, Platform::uniform(2), &[], secs)?;
-        let wall = t0.elapsed().as_secs_f64();
-        println!(
-            "{name:<20} {:>4}  {:>7.0} s  {wall:>8.3}  {:>9}  {:>10.2}  {:>10.0}",
-            2,
-            secs,
-            s.events,
-            s.events as f64 / wall / 1e6,
-            secs / wall
-        );
+        for flavour in [Flavour::Eevdf, Flavour::Cfs] {
+            let work = rtapp::parse(&text, name).map_err(anyhow::Error::msg)?;
+            let secs = 600.0;
+            let (events, wall) = timed(work, 2, secs, flavour)?;
+            println!(
+                "{name:<20} {:<6}  {:>4}  {:>7.0} s  {wall:>8.3}  {events:>10}  {:>10.2}  {:>10.0}",
+                format!("{flavour:?}").to_lowercase(),
+                2,
+                secs,
+                events as f64 / wall / 1e6,
+                secs / wall
+            );
+        }
     }
-    println!("\nsynthetic periodic tasks (1 ms every 10 ms, 10 s simulated):");
-    println!("cpus  tasks   wall (s)  events     M events/s");
-    for (cpus, tasks) in [
-        (2, 10),
-        (2, 100),
-        (8, 100),
-        (32, 1000),
-        (256, 1000),
-        (256, 10000),
-    ] {
-        let json = format!(
-            r#"{{"tasks": {{"p": {{"instance": {tasks}, "loop": -1, "run": 1000, "timer": {{"ref": "unique", "period": 10000}}}}}}}}"#
-        );
-        let work = rtapp::parse(&json, "synthetic").map_err(anyhow::Error::msg)?;
-        let t0 = Instant::now();
-        let s = simulate(work, Platform::uniform(cpus), &[], 10.0)?;
-        let wall = t0.elapsed().as_secs_f64();
-        println!(
-            "{cpus:>4}  {tasks:>5}  {wall:>9.3}  {:>9}  {:>10.2}",
-            s.events,
-            s.events as f64 / wall / 1e6
-        );
+    if let Some(mib) = peak_rss_mib() {
+        println!("peak memory so far: {mib:.1} MiB");
+    }
+    println!("\ncost against size: periodic tasks (1 ms every 10 ms), EEVDF, 2 s simulated");
+    println!("cpus  tasks   wall (s)  events      M events/s  x real time  ns/event");
+    for cpus in [2usize, 8, 32, 256] {
+        for tasks in [10usize, 100, 1000, 10000] {
+            let json = format!(
+                r#"{{"tasks": {{"p": {{"instance": {tasks}, "loop": -1, "run": 1000, "timer": {{"ref": "unique", "period": 10000}}}}}}}}"#
+            );
+            let work = rtapp::parse(&json, "synthetic").map_err(anyhow::Error::msg)?;
+            let secs = 2.0;
+            let (events, wall) = timed(work, cpus, secs, Flavour::Eevdf)?;
+            println!(
+                "{cpus:>4}  {tasks:>5}  {wall:>9.3}  {events:>10}  {:>10.2}  {:>11.1}  {:>8.0}",
+                events as f64 / wall / 1e6,
+                secs / wall,
+                wall * 1e9 / events.max(1) as f64
+            );
+        }
+    }
+    if let Some(mib) = peak_rss_mib() {
+        println!("peak memory: {mib:.1} MiB");
     }
     Ok(ExitCode::SUCCESS)
 }

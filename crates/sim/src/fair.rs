@@ -323,7 +323,11 @@ impl Fair {
 
     /// `calc_delta_fair`: ns of CPU as vruntime for entity `e`.
     fn delta_fair(&self, ns: Ns, e: EntityId) -> i64 {
-        (ns as u128 * NICE_0_WEIGHT as u128 / self.entities[e].weight.max(1) as u128) as i64
+        let w = self.entities[e].weight.max(1);
+        match ns.checked_mul(NICE_0_WEIGHT) {
+            Some(x) => (x / w) as i64,
+            None => (ns as u128 * NICE_0_WEIGHT as u128 / w as u128) as i64,
+        }
     }
 
     /// The tree key: vruntime (CFS) or virtual deadline (EEVDF).
@@ -377,7 +381,10 @@ impl Fair {
         if load == 0 {
             return self.rqs[rq].min_vruntime;
         }
-        avg.div_euclid(load) as i64
+        match (i64::try_from(avg), i64::try_from(load)) {
+            (Ok(a), Ok(l)) => a.div_euclid(l),
+            _ => avg.div_euclid(load) as i64,
+        }
     }
 
     /// `entity_eligible`: v ≤ V, exactly.
@@ -520,6 +527,11 @@ impl Fair {
         self.rqs[rq].min_vruntime = r.min_vruntime.max(target);
     }
 
+    /// The group entity above `e` (None at the root level).
+    fn parent(&self, e: EntityId) -> Option<EntityId> {
+        self.rqs[self.entities[e].rq].se
+    }
+
     /// The entities from a task up to its root-level ancestor.
     fn path_up(&self, e: EntityId) -> Vec<EntityId> {
         let mut out = vec![e];
@@ -538,7 +550,9 @@ impl Fair {
             return false;
         };
         let mut resched = false;
-        for e in self.path_up(self.tasks[t].entity) {
+        let mut next = Some(self.tasks[t].entity);
+        while let Some(e) = next {
+            next = self.parent(e);
             let delta = now.saturating_sub(self.entities[e].exec_start);
             let dv = self.delta_fair(delta, e);
             let en = &mut self.entities[e];
@@ -718,7 +732,9 @@ impl Fair {
     /// When nothing runs on `cpu`: clears the curr of every level, putting
     /// the entities back in their trees.
     fn put_back_path(&mut self, t: TaskId) {
-        for e in self.path_up(self.tasks[t].entity) {
+        let mut next = Some(self.tasks[t].entity);
+        while let Some(e) = next {
+            next = self.parent(e);
             let rq = self.entities[e].rq;
             if self.rqs[rq].curr == Some(e) {
                 self.rqs[rq].curr = None;
@@ -996,7 +1012,9 @@ impl SchedClass for Fair {
                 self.put_back_path(t);
             } else {
                 // Curr entities above it stay queued; put them back.
-                for up in self.path_up(e).into_iter().skip(1) {
+                let mut next = self.parent(e);
+                while let Some(up) = next {
+                    next = self.parent(up);
                     let r = self.entities[up].rq;
                     if self.rqs[r].curr == Some(up) {
                         self.rqs[r].curr = None;

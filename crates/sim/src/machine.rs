@@ -10,9 +10,9 @@
 //! Not yet modelled (issue 5 continues): the RT class, CFS bandwidth,
 //! periodic load balancing, hot-plug, EEVDF.
 
-use crate::engine::{Ns, Queue};
+use crate::engine::{FastMap, Ns, Queue};
 use crate::kernel::{SchedClass, TaskId};
-use crate::rtapp::{Event, TimerMode, Workload};
+use crate::rtapp::{Event, Name, TimerMode, Workload};
 use std::collections::{HashMap, VecDeque};
 
 /// The CPUs.
@@ -126,7 +126,7 @@ struct Task {
     gen: u64,
     woke_at: Option<Ns>,
     /// A mutex to take before going on (after a `wait` was signalled).
-    relock: Option<String>,
+    relock: Option<Name>,
     stats: TaskStats,
     /// Since when it runs on its CPU (for run slices).
     on_cpu_since: Ns,
@@ -154,18 +154,22 @@ pub struct Machine<K: SchedClass> {
     platform: Platform,
     work: Workload,
     tasks: Vec<Task>,
-    timers: HashMap<(Option<TaskId>, String), Ns>,
-    mutexes: HashMap<String, Mutex>,
-    conds: HashMap<String, VecDeque<(TaskId, String)>>,
-    suspended: HashMap<String, Vec<TaskId>>,
-    barriers: HashMap<String, (usize, Vec<TaskId>)>,
+    timers: FastMap<(Option<TaskId>, Name), Ns>,
+    mutexes: FastMap<Name, Mutex>,
+    conds: FastMap<Name, VecDeque<(TaskId, Name)>>,
+    suspended: FastMap<Name, Vec<TaskId>>,
+    barriers: FastMap<Name, (usize, Vec<TaskId>)>,
     /// Ticks seen per CPU (for the balancing interval).
     ticks: Vec<u64>,
+    /// Whether each CPU's tick runs (it stops while the CPU idles).
+    ticking: Vec<bool>,
     online: Vec<bool>,
     /// Busy time per CPU.
     cpu_busy: Vec<Ns>,
     /// Threads whose program has ended.
     exited: usize,
+    /// A buffer for the CPUs a waking task may use.
+    scratch: Vec<usize>,
     /// Record run slices, wake-ups and log lines (for traces and logs).
     record: bool,
     slices: Vec<RunSlice>,
@@ -216,7 +220,7 @@ impl<K: SchedClass> Machine<K> {
             return Err("a platform needs at least one CPU".into());
         }
         let mut tasks = Vec::new();
-        let mut barrier_users: HashMap<String, usize> = HashMap::new();
+        let mut barrier_users: FastMap<Name, usize> = FastMap::default();
         for (spec, t) in work.tasks.iter().enumerate() {
             // The first phase's CPUs, else the task's.
             let allowed = cpus_of(t, 0, ncpus);
@@ -302,15 +306,17 @@ impl<K: SchedClass> Machine<K> {
             platform,
             work,
             tasks,
-            timers: HashMap::new(),
-            mutexes: HashMap::new(),
-            conds: HashMap::new(),
-            suspended: HashMap::new(),
+            timers: FastMap::default(),
+            mutexes: FastMap::default(),
+            conds: FastMap::default(),
+            suspended: FastMap::default(),
             barriers,
             ticks: vec![0; ncpus],
+            ticking: vec![true; ncpus],
             online: vec![true; ncpus],
             cpu_busy: vec![0; ncpus],
             exited: 0,
+            scratch: Vec::new(),
             record: false,
             slices: Vec::new(),
             wake_marks: Vec::new(),
@@ -516,9 +522,13 @@ impl<K: SchedClass> Machine<K> {
         self.cpu_busy[cpu] += ran;
     }
 
+    /// The periodic tick. An idle CPU with nothing queued stops its tick
+    /// (NOHZ idle, in both eras' kernels) and starts it again when it next
+    /// runs a task.
     fn tick(&mut self, cpu: usize) {
-        if !self.online[cpu] {
-            self.q.after(self.tick_ns(), Ev::Tick(cpu));
+        let idle = self.k.curr(cpu).is_none();
+        if !self.online[cpu] || (idle && self.k.nr_running(cpu) == 0) {
+            self.ticking[cpu] = false;
             return;
         }
         let now = self.now();
@@ -538,10 +548,29 @@ impl<K: SchedClass> Machine<K> {
         if self.ticks[cpu] % every == 0 {
             self.balance(cpu, false);
         }
-        self.q.after(
-            1_000_000_000 / self.platform.hz.max(1) as u64,
-            Ev::Tick(cpu),
-        );
+        // nohz_balancer_kick: a CPU with two or more runnable tasks has a
+        // tickless idle CPU balance (`nohz_idle_balance`).
+        if self.k.nr_running(cpu) >= 2 {
+            for c in 0..self.online.len() {
+                if self.k.nr_running(cpu) < 2 {
+                    break;
+                }
+                if c != cpu && self.online[c] && !self.ticking[c] && self.k.curr(c).is_none() {
+                    self.balance(c, false);
+                }
+            }
+        }
+        self.q.after(self.tick_ns(), Ev::Tick(cpu));
+    }
+
+    /// Starts `cpu`'s tick again, on the tick grid (jiffies).
+    fn restart_tick(&mut self, cpu: usize) {
+        if !self.ticking[cpu] {
+            self.ticking[cpu] = true;
+            let tick = self.tick_ns();
+            let next = (self.now() / tick + 1) * tick;
+            self.q.at(next, Ev::Tick(cpu));
+        }
     }
 
     /// try_to_wake_up.
@@ -551,8 +580,10 @@ impl<K: SchedClass> Machine<K> {
         }
         let now = self.now();
         let prev = self.tasks[t].cpu;
-        let allowed = self.usable(t);
+        let mut allowed = std::mem::take(&mut self.scratch);
+        self.usable_into(t, &mut allowed);
         let cpu = self.k.select_task_rq(t, prev, &allowed);
+        self.scratch = allowed;
         let task = &mut self.tasks[t];
         task.state = State::Runnable;
         task.woke_at = Some(now);
@@ -622,18 +653,35 @@ impl<K: SchedClass> Machine<K> {
     /// The CPUs `t` may use now: its allowed CPUs that are online, or,
     /// when none is (its CPUs were all unplugged), every online CPU — the
     /// kernel's `select_fallback_rq` breaks the affinity the same way.
+    #[cfg(debug_assertions)]
     fn usable(&self, t: TaskId) -> Vec<usize> {
-        let a: Vec<usize> = self.tasks[t]
-            .allowed
-            .iter()
-            .copied()
-            .filter(|&c| self.online[c])
-            .collect();
-        if a.is_empty() {
-            (0..self.online.len()).filter(|&c| self.online[c]).collect()
-        } else {
-            a
+        let mut a = Vec::new();
+        self.usable_into(t, &mut a);
+        a
+    }
+
+    /// [`Machine::usable`] into a buffer the caller keeps.
+    fn usable_into(&self, t: TaskId, out: &mut Vec<usize>) {
+        out.clear();
+        out.extend(
+            self.tasks[t]
+                .allowed
+                .iter()
+                .copied()
+                .filter(|&c| self.online[c]),
+        );
+        if out.is_empty() {
+            out.extend((0..self.online.len()).filter(|&c| self.online[c]));
         }
+    }
+
+    /// Whether `t` may use `cpu` now ([`Machine::usable`] without the list).
+    fn may_use(&self, t: TaskId, cpu: usize) -> bool {
+        if !self.online[cpu] {
+            return false;
+        }
+        let a = &self.tasks[t].allowed;
+        a.contains(&cpu) || !a.iter().any(|&c| self.online[c])
     }
 
     /// CPU hot-plug. Going offline, the CPU's tasks move to other CPUs
@@ -752,6 +800,8 @@ impl<K: SchedClass> Machine<K> {
         }
         task.state = State::Running;
         task.stats.switches += 1;
+        self.restart_tick(cpu);
+        let task = &mut self.tasks[t];
         task.run_start = now;
         task.on_cpu_since = now;
         if let Some(w) = task.woke_at.take() {
@@ -874,8 +924,8 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
-    fn lock(&mut self, t: TaskId, m: &str) -> bool {
-        let mx = self.mutexes.entry(m.to_string()).or_default();
+    fn lock(&mut self, t: TaskId, m: &Name) -> bool {
+        let mx = self.mutexes.entry(m.clone()).or_default();
         if mx.owner.is_none() {
             mx.owner = Some(t);
             true
@@ -897,7 +947,7 @@ impl<K: SchedClass> Machine<K> {
     }
 
     fn signal(&mut self, cond: &str, all: bool) {
-        let waiters: Vec<(TaskId, String)> = match self.conds.get_mut(cond) {
+        let waiters: Vec<(TaskId, Name)> = match self.conds.get_mut(cond) {
             Some(q) if all => q.drain(..).collect(),
             Some(q) => q.pop_front().into_iter().collect(),
             None => Vec::new(),
@@ -922,7 +972,7 @@ impl<K: SchedClass> Machine<K> {
                 return self.block(t, true);
             };
             // A new phase may forbid the CPU it runs on: move, then go on.
-            if !self.usable(t).contains(&self.tasks[t].cpu) {
+            if !self.may_use(t, self.tasks[t].cpu) {
                 self.tasks[t].event -= 1;
                 self.block(t, false);
                 return self.wake(t);
@@ -953,10 +1003,8 @@ impl<K: SchedClass> Machine<K> {
                         (None, name)
                     };
                     let period = period_us * 1000;
-                    let next = match self.timers.get(&key) {
-                        None => now + period,
-                        Some(&prev) => prev + period,
-                    };
+                    let slot = self.timers.entry(key).or_insert(now);
+                    let next = *slot + period;
                     // rt-app's slack: negative when the thread came late.
                     let slack = next as i64 - now as i64;
                     // Relative mode: a missed expiry re-bases the timer on now.
@@ -965,7 +1013,7 @@ impl<K: SchedClass> Machine<K> {
                     } else {
                         next
                     };
-                    self.timers.insert(key, next);
+                    *slot = next;
                     let task = &mut self.tasks[t];
                     task.stats.slack_ns.push(slack);
                     task.iter_slack = slack;
@@ -979,8 +1027,18 @@ impl<K: SchedClass> Machine<K> {
                     return self.block(t, false);
                 }
                 Event::Resume(name) => {
-                    for w in self.suspended.remove(&name).unwrap_or_default() {
-                        self.wake(w);
+                    // (The list is put back empty, to be reused.)
+                    if let Some(list) = self.suspended.get_mut(&name) {
+                        let mut ws = std::mem::take(list);
+                        for &w in &ws {
+                            self.wake(w);
+                        }
+                        ws.clear();
+                        if let Some(list) = self.suspended.get_mut(&name) {
+                            if list.is_empty() {
+                                *list = ws;
+                            }
+                        }
                     }
                 }
                 Event::Lock(m) => {

@@ -67,6 +67,10 @@ impl RtBandwidth {
 struct RtRq {
     /// Index 0 is priority 99: one list per priority.
     lists: Vec<VecDeque<TaskId>>,
+    /// Bit i set when list i is not empty (`rt_prio_array.bitmap`).
+    bitmap: u128,
+    /// Tasks waiting in the lists (curr not counted).
+    waiting: usize,
     nr: usize,
     curr: Option<TaskId>,
     /// RT run time in this period, and the period's start.
@@ -86,10 +90,51 @@ struct RtTask {
     to_tail: bool,
 }
 
+impl RtRq {
+    fn push(&mut self, l: usize, t: TaskId, front: bool) {
+        if front {
+            self.lists[l].push_front(t);
+        } else {
+            self.lists[l].push_back(t);
+        }
+        self.bitmap |= 1 << l;
+        self.waiting += 1;
+    }
+
+    fn first_list(&self) -> Option<usize> {
+        (self.bitmap != 0).then(|| self.bitmap.trailing_zeros() as usize)
+    }
+
+    fn pop_first(&mut self) -> Option<TaskId> {
+        let l = self.first_list()?;
+        let t = self.lists[l].pop_front()?;
+        self.took(l);
+        Some(t)
+    }
+
+    fn remove(&mut self, l: usize, t: TaskId) -> bool {
+        let Some(i) = self.lists[l].iter().position(|&x| x == t) else {
+            return false;
+        };
+        self.lists[l].remove(i);
+        self.took(l);
+        true
+    }
+
+    fn took(&mut self, l: usize) {
+        self.waiting -= 1;
+        if self.lists[l].is_empty() {
+            self.bitmap &= !(1 << l);
+        }
+    }
+}
+
 /// The RT class.
 #[derive(Debug, Clone)]
 pub struct Rt {
     rqs: Vec<RtRq>,
+    /// RT tasks waiting on any CPU (none: nothing to pull).
+    waiting: usize,
     tasks: Vec<RtTask>,
     bw: RtBandwidth,
 }
@@ -105,6 +150,7 @@ impl Rt {
                 ncpus
             ],
             tasks: Vec::new(),
+            waiting: 0,
             bw,
         }
     }
@@ -145,12 +191,7 @@ impl Rt {
         rq.curr
             .map(|c| self.tasks[c].prio)
             .into_iter()
-            .chain(
-                rq.lists
-                    .iter()
-                    .position(|l| !l.is_empty())
-                    .map(|i| 99 - i as u32),
-            )
+            .chain(rq.first_list().map(|i| 99 - i as u32))
             .max()
             .unwrap_or(0)
     }
@@ -158,11 +199,8 @@ impl Rt {
     pub fn enqueue(&mut self, cpu: usize, t: TaskId, head: bool) {
         let l = self.list(t);
         let rq = &mut self.rqs[cpu];
-        if head {
-            rq.lists[l].push_front(t);
-        } else {
-            rq.lists[l].push_back(t);
-        }
+        rq.push(l, t, head);
+        self.waiting += 1;
         rq.nr += 1;
         self.tasks[t].on_rq = true;
     }
@@ -181,9 +219,8 @@ impl Rt {
             self.rqs[cpu].curr = None;
         } else {
             let l = self.list(t);
-            let list = &mut self.rqs[cpu].lists[l];
-            if let Some(i) = list.iter().position(|&x| x == t) {
-                list.remove(i);
+            if self.rqs[cpu].remove(l, t) {
+                self.waiting -= 1;
             }
         }
         self.rqs[cpu].nr -= 1;
@@ -210,8 +247,8 @@ impl Rt {
             return None;
         }
         let rq = &mut self.rqs[cpu];
-        let l = rq.lists.iter().position(|l| !l.is_empty())?;
-        let t = rq.lists[l].pop_front()?;
+        let t = rq.pop_first()?;
+        self.waiting -= 1;
         rq.curr = Some(t);
         rq.exec_start = now;
         Some(t)
@@ -225,11 +262,9 @@ impl Rt {
         self.charge(cpu, now);
         self.rqs[cpu].curr = None;
         let l = self.list(t);
-        if std::mem::take(&mut self.tasks[t].to_tail) {
-            self.rqs[cpu].lists[l].push_back(t);
-        } else {
-            self.rqs[cpu].lists[l].push_front(t);
-        }
+        let front = !std::mem::take(&mut self.tasks[t].to_tail);
+        self.rqs[cpu].push(l, t, front);
+        self.waiting += 1;
     }
 
     /// `task_tick_rt`: RR rotation and the bandwidth check; true to resched.
@@ -274,7 +309,7 @@ impl Rt {
     /// Whether an RT task waits on `cpu` and may run now (a new period
     /// lifted the throttle).
     pub fn may_run(&mut self, cpu: usize, now: Ns) -> bool {
-        self.rqs[cpu].lists.iter().any(|l| !l.is_empty()) && self.refresh(cpu, now)
+        self.rqs[cpu].waiting > 0 && self.refresh(cpu, now)
     }
 
     pub fn curr(&self, cpu: usize) -> Option<TaskId> {
@@ -300,10 +335,13 @@ impl Rt {
         cpu: usize,
         allowed: &dyn Fn(TaskId, usize) -> bool,
     ) -> Option<(TaskId, usize)> {
+        if self.waiting == 0 {
+            return None;
+        }
         let mine = self.top_prio(cpu);
         let mut best: Option<(u32, TaskId, usize)> = None;
         for (src, rq) in self.rqs.iter().enumerate() {
-            if src == cpu {
+            if src == cpu || rq.waiting == 0 {
                 continue;
             }
             for &t in rq.lists.iter().flatten() {

@@ -61,6 +61,10 @@ pub enum TimerMode {
     Absolute,
 }
 
+/// A resource's name (timer, mutex, condition, barrier, suspend queue):
+/// shared, so events clone cheaply.
+pub type Name = std::sync::Arc<str>;
+
 /// One event of a phase. Times are microseconds, as in rt-app.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -71,26 +75,26 @@ pub enum Event {
     Runtime(u64),
     Sleep(u64),
     Timer {
-        name: String,
+        name: Name,
         period_us: u64,
         mode: TimerMode,
     },
-    Lock(String),
-    Unlock(String),
+    Lock(Name),
+    Unlock(Name),
     Wait {
-        cond: String,
-        mutex: String,
+        cond: Name,
+        mutex: Name,
     },
-    Signal(String),
-    Broad(String),
+    Signal(Name),
+    Broad(Name),
     /// Signal `cond`, then wait on it (with `mutex` held as rt-app does).
     Sync {
-        cond: String,
-        mutex: String,
+        cond: Name,
+        mutex: Name,
     },
-    Suspend(String),
-    Resume(String),
-    Barrier(String),
+    Suspend(Name),
+    Resume(Name),
+    Barrier(Name),
     Yield,
 }
 
@@ -318,7 +322,7 @@ impl Ctx<'_> {
                 }
                 match (name, period) {
                     (Some(name), Some(period_us)) if period_us > 0 => Event::Timer {
-                        name,
+                        name: Name::from(name),
                         period_us,
                         mode,
                     },
@@ -331,20 +335,26 @@ impl Ctx<'_> {
                     }
                 }
             }
-            "suspend" => Event::Suspend(self.string(v, key)?),
-            "resume" => Event::Resume(self.string(v, key)?),
-            "lock" => Event::Lock(self.string(v, key)?),
-            "unlock" => Event::Unlock(self.string(v, key)?),
-            "signal" => Event::Signal(self.string(v, key)?),
-            "broad" => Event::Broad(self.string(v, key)?),
-            "barrier" => Event::Barrier(self.string(v, key)?),
+            "suspend" => Event::Suspend(self.string(v, key)?.into()),
+            "resume" => Event::Resume(self.string(v, key)?.into()),
+            "lock" => Event::Lock(self.string(v, key)?.into()),
+            "unlock" => Event::Unlock(self.string(v, key)?.into()),
+            "signal" => Event::Signal(self.string(v, key)?.into()),
+            "broad" => Event::Broad(self.string(v, key)?.into()),
+            "barrier" => Event::Barrier(self.string(v, key)?.into()),
             "wait" => {
                 let (cond, mutex) = self.ref_mutex(v, key)?;
-                Event::Wait { cond, mutex }
+                Event::Wait {
+                    cond: cond.into(),
+                    mutex: mutex.into(),
+                }
             }
             "sync" => {
                 let (cond, mutex) = self.ref_mutex(v, key)?;
-                Event::Sync { cond, mutex }
+                Event::Sync {
+                    cond: cond.into(),
+                    mutex: mutex.into(),
+                }
             }
             "yield" => Event::Yield,
             _ => unreachable!("every prefix is handled"),

@@ -7,7 +7,7 @@
 //! fires — O(log n) insertion and removal, no search.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Simulated time, nanoseconds since the start.
 pub type Ns = u64;
@@ -35,9 +35,13 @@ impl<E> Ord for Entry<E> {
     }
 }
 
-/// A queue of future events.
+/// A queue of future events. Events for the current instant (the
+/// kernel's resched IPIs) wait in a FIFO beside the heap; popping takes
+/// whichever of the two comes first by (time, sequence), so the order is
+/// exactly the heap's alone.
 pub struct Queue<E> {
     heap: BinaryHeap<Reverse<Entry<E>>>,
+    now_fifo: VecDeque<(u64, E)>,
     seq: u64,
     now: Ns,
     /// Events popped so far (for events-per-second figures).
@@ -48,6 +52,7 @@ impl<E> Default for Queue<E> {
     fn default() -> Self {
         Queue {
             heap: BinaryHeap::new(),
+            now_fifo: VecDeque::new(),
             seq: 0,
             now: 0,
             fired: 0,
@@ -68,8 +73,12 @@ impl<E> Queue<E> {
     /// Schedules `event` at `at` (never before now).
     pub fn at(&mut self, at: Ns, event: E) {
         self.seq += 1;
+        if at <= self.now {
+            self.now_fifo.push_back((self.seq, event));
+            return;
+        }
         self.heap.push(Reverse(Entry {
-            at: at.max(self.now),
+            at,
             seq: self.seq,
             event,
         }));
@@ -82,6 +91,17 @@ impl<E> Queue<E> {
 
     /// The next event, advancing the clock to it.
     pub fn pop(&mut self) -> Option<(Ns, E)> {
+        if let Some(&(seq, _)) = self.now_fifo.front() {
+            let heap_first = self
+                .heap
+                .peek()
+                .is_some_and(|Reverse(e)| (e.at, e.seq) < (self.now, seq));
+            if !heap_first {
+                let (_, event) = self.now_fifo.pop_front()?;
+                self.fired += 1;
+                return Some((self.now, event));
+            }
+        }
         let Reverse(e) = self.heap.pop()?;
         debug_assert!(e.at >= self.now, "time went backwards");
         self.now = e.at;
@@ -91,15 +111,18 @@ impl<E> Queue<E> {
 
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<Ns> {
+        if !self.now_fifo.is_empty() {
+            return Some(self.now);
+        }
         self.heap.peek().map(|Reverse(e)| e.at)
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.now_fifo.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.now_fifo.is_empty()
     }
 }
 

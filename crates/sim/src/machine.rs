@@ -14,6 +14,7 @@ use crate::engine::{FastMap, Ns, Queue};
 use crate::kernel::{SchedClass, TaskId};
 use crate::rtapp::{Event, Name, TimerMode, Workload};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// The CPUs.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +140,8 @@ struct Task {
     first_start: Option<Ns>,
     timer_wake: bool,
     log: Vec<LogLine>,
+    /// Its own ("unique…") timers: name, next expiry.
+    own_timers: Vec<(Name, Ns)>,
 }
 
 #[derive(Debug, Default)]
@@ -152,9 +155,10 @@ pub struct Machine<K: SchedClass> {
     q: Queue<Ev>,
     k: K,
     platform: Platform,
-    work: Workload,
+    work: Arc<Workload>,
     tasks: Vec<Task>,
-    timers: FastMap<(Option<TaskId>, Name), Ns>,
+    /// Shared timers by name; "unique" ones live in each task.
+    timers: FastMap<Name, Ns>,
     mutexes: FastMap<Name, Mutex>,
     conds: FastMap<Name, VecDeque<(TaskId, Name)>>,
     suspended: FastMap<Name, Vec<TaskId>>,
@@ -271,6 +275,7 @@ impl<K: SchedClass> Machine<K> {
                     first_start: None,
                     timer_wake: false,
                     log: Vec::new(),
+                    own_timers: Vec::new(),
                     stats: TaskStats {
                         name: if t.instances > 1 {
                             format!("{}-{instance}", t.name)
@@ -304,7 +309,7 @@ impl<K: SchedClass> Machine<K> {
             q,
             k,
             platform,
-            work,
+            work: Arc::new(work),
             tasks,
             timers: FastMap::default(),
             mutexes: FastMap::default(),
@@ -849,7 +854,7 @@ impl<K: SchedClass> Machine<K> {
 
     /// The next event of `t`'s program, moving through loops and phases;
     /// `None` when the program is over.
-    fn next_event(&mut self, t: TaskId) -> Option<Event> {
+    fn next_event(&mut self, t: TaskId) -> Option<(usize, usize)> {
         let spec = &self.work.tasks[self.tasks[t].spec];
         let (now, record) = (self.q.now(), self.record);
         loop {
@@ -870,7 +875,7 @@ impl<K: SchedClass> Machine<K> {
                     task.first_start.get_or_insert(now);
                 }
                 task.event += 1;
-                return Some(phase.events[task.event - 1].clone());
+                return Some((task.phase, task.event - 1));
             }
             // One iteration of the phase is over: rt-app logs a line.
             if let Some(start) = task.iter_start.take() {
@@ -925,7 +930,12 @@ impl<K: SchedClass> Machine<K> {
     }
 
     fn lock(&mut self, t: TaskId, m: &Name) -> bool {
-        let mx = self.mutexes.entry(m.clone()).or_default();
+        if !self.mutexes.contains_key(&**m) {
+            self.mutexes.insert(m.clone(), Mutex::default());
+        }
+        let Some(mx) = self.mutexes.get_mut(&**m) else {
+            return false;
+        };
         if mx.owner.is_none() {
             mx.owner = Some(t);
             true
@@ -966,11 +976,14 @@ impl<K: SchedClass> Machine<K> {
             }
             self.tasks[t].relock = None;
         }
+        let work = Arc::clone(&self.work);
+        let spec = &work.tasks[self.tasks[t].spec];
         loop {
             let now = self.now();
-            let Some(ev) = self.next_event(t) else {
+            let Some((phase, index)) = self.next_event(t) else {
                 return self.block(t, true);
             };
+            let ev = &spec.phases[phase].events[index];
             // A new phase may forbid the CPU it runs on: move, then go on.
             if !self.may_use(t, self.tasks[t].cpu) {
                 self.tasks[t].event -= 1;
@@ -978,7 +991,7 @@ impl<K: SchedClass> Machine<K> {
                 return self.wake(t);
             }
             match ev {
-                Event::Run(us) | Event::Runtime(us) => {
+                &Event::Run(us) | &Event::Runtime(us) => {
                     let task = &mut self.tasks[t];
                     task.remaining = us * 1000;
                     task.scaled = matches!(ev, Event::Run(_));
@@ -991,24 +1004,34 @@ impl<K: SchedClass> Machine<K> {
                     self.q.after(wall, Ev::RunDone(t, gen));
                     return;
                 }
-                Event::Sleep(us) => return self.sleep_until(t, now + us * 1000),
+                &Event::Sleep(us) => return self.sleep_until(t, now + us * 1000),
                 Event::Timer {
                     name,
                     period_us,
                     mode,
                 } => {
-                    let key = if name.starts_with("unique") {
-                        (Some(t), name)
-                    } else {
-                        (None, name)
-                    };
                     let period = period_us * 1000;
-                    let slot = self.timers.entry(key).or_insert(now);
+                    let slot = if name.starts_with("unique") {
+                        let own = &mut self.tasks[t].own_timers;
+                        let i = match own.iter().position(|(n, _)| n == name) {
+                            Some(i) => i,
+                            None => {
+                                own.push((name.clone(), now));
+                                own.len() - 1
+                            }
+                        };
+                        &mut own[i].1
+                    } else {
+                        if !self.timers.contains_key(&**name) {
+                            self.timers.insert(name.clone(), now);
+                        }
+                        self.timers.get_mut(&**name).expect("just inserted")
+                    };
                     let next = *slot + period;
                     // rt-app's slack: negative when the thread came late.
                     let slack = next as i64 - now as i64;
                     // Relative mode: a missed expiry re-bases the timer on now.
-                    let next = if mode == TimerMode::Relative && next < now {
+                    let next = if *mode == TimerMode::Relative && next < now {
                         now
                     } else {
                         next
@@ -1023,18 +1046,23 @@ impl<K: SchedClass> Machine<K> {
                     }
                 }
                 Event::Suspend(name) => {
-                    self.suspended.entry(name).or_default().push(t);
+                    match self.suspended.get_mut(&**name) {
+                        Some(list) => list.push(t),
+                        None => {
+                            self.suspended.insert(name.clone(), vec![t]);
+                        }
+                    }
                     return self.block(t, false);
                 }
                 Event::Resume(name) => {
                     // (The list is put back empty, to be reused.)
-                    if let Some(list) = self.suspended.get_mut(&name) {
+                    if let Some(list) = self.suspended.get_mut(&**name) {
                         let mut ws = std::mem::take(list);
                         for &w in &ws {
                             self.wake(w);
                         }
                         ws.clear();
-                        if let Some(list) = self.suspended.get_mut(&name) {
+                        if let Some(list) = self.suspended.get_mut(&**name) {
                             if list.is_empty() {
                                 *list = ws;
                             }
@@ -1042,35 +1070,35 @@ impl<K: SchedClass> Machine<K> {
                     }
                 }
                 Event::Lock(m) => {
-                    if !self.lock(t, &m) {
+                    if !self.lock(t, m) {
                         return self.block(t, false);
                     }
                 }
-                Event::Unlock(m) => self.unlock(&m),
-                Event::Signal(c) => self.signal(&c, false),
-                Event::Broad(c) => self.signal(&c, true),
+                Event::Unlock(m) => self.unlock(m),
+                Event::Signal(c) => self.signal(c, false),
+                Event::Broad(c) => self.signal(c, true),
                 Event::Wait { cond, mutex } => {
                     self.conds
-                        .entry(cond)
+                        .entry(cond.clone())
                         .or_default()
                         .push_back((t, mutex.clone()));
-                    self.unlock(&mutex);
+                    self.unlock(mutex);
                     return self.block(t, false);
                 }
                 Event::Sync { cond, mutex } => {
                     // rt-app's sig_and_wait: the caller holds the mutex
                     // (its JSON locks first); signal, then wait, which
                     // lets the mutex go until the wake-up.
-                    self.signal(&cond, false);
+                    self.signal(cond, false);
                     self.conds
-                        .entry(cond)
+                        .entry(cond.clone())
                         .or_default()
                         .push_back((t, mutex.clone()));
-                    self.unlock(&mutex);
+                    self.unlock(mutex);
                     return self.block(t, false);
                 }
                 Event::Barrier(name) => {
-                    let entry = self.barriers.entry(name).or_insert((1, Vec::new()));
+                    let entry = self.barriers.entry(name.clone()).or_insert((1, Vec::new()));
                     entry.1.push(t);
                     if entry.1.len() >= entry.0 {
                         let others: Vec<TaskId> = entry.1.drain(..).filter(|&w| w != t).collect();

@@ -127,7 +127,7 @@ struct Task {
     gen: u64,
     woke_at: Option<Ns>,
     /// A mutex to take before going on (after a `wait` was signalled).
-    relock: Option<Name>,
+    relock: Option<u32>,
     stats: TaskStats,
     /// Since when it runs on its CPU (for run slices).
     on_cpu_since: Ns,
@@ -158,11 +158,14 @@ pub struct Machine<K: SchedClass> {
     work: Arc<Workload>,
     tasks: Vec<Task>,
     /// Shared timers by name; "unique" ones live in each task.
-    timers: FastMap<Name, Ns>,
-    mutexes: FastMap<Name, Mutex>,
-    conds: FastMap<Name, VecDeque<(TaskId, Name)>>,
-    suspended: FastMap<Name, Vec<TaskId>>,
-    barriers: FastMap<Name, (usize, Vec<TaskId>)>,
+    timers: Vec<Option<Ns>>,
+    /// Every resource name of the workload as an index, per event:
+    /// `ids[spec][phase][event]` = (name, second name: a wait's mutex).
+    ids: Vec<Vec<Vec<(u32, u32)>>>,
+    mutexes: Vec<Mutex>,
+    conds: Vec<VecDeque<(TaskId, u32)>>,
+    suspended: Vec<Vec<TaskId>>,
+    barriers: Vec<(usize, Vec<TaskId>)>,
     /// Ticks seen per CPU (for the balancing interval).
     ticks: Vec<u64>,
     /// Whether each CPU's tick runs (it stops while the CPU idles).
@@ -224,7 +227,42 @@ impl<K: SchedClass> Machine<K> {
             return Err("a platform needs at least one CPU".into());
         }
         let mut tasks = Vec::new();
-        let mut barrier_users: FastMap<Name, usize> = FastMap::default();
+        // Resource names become indices once, here.
+        let mut names: FastMap<Name, u32> = FastMap::default();
+        let mut id_of = |n: &Name| -> u32 {
+            let next = names.len() as u32;
+            *names.entry(n.clone()).or_insert(next)
+        };
+        let ids: Vec<Vec<Vec<(u32, u32)>>> = work
+            .tasks
+            .iter()
+            .map(|t| {
+                t.phases
+                    .iter()
+                    .map(|p| {
+                        p.events
+                            .iter()
+                            .map(|e| match e {
+                                Event::Timer { name, .. }
+                                | Event::Lock(name)
+                                | Event::Unlock(name)
+                                | Event::Signal(name)
+                                | Event::Broad(name)
+                                | Event::Suspend(name)
+                                | Event::Resume(name)
+                                | Event::Barrier(name) => (id_of(name), 0),
+                                Event::Wait { cond, mutex } | Event::Sync { cond, mutex } => {
+                                    (id_of(cond), id_of(mutex))
+                                }
+                                _ => (0, 0),
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let nnames = names.len().max(1);
+        let mut barrier_users = vec![0usize; nnames];
         for (spec, t) in work.tasks.iter().enumerate() {
             // The first phase's CPUs, else the task's.
             let allowed = cpus_of(t, 0, ncpus);
@@ -234,7 +272,7 @@ impl<K: SchedClass> Machine<K> {
             for p in &t.phases {
                 for e in &p.events {
                     if let Event::Barrier(b) = e {
-                        *barrier_users.entry(b.clone()).or_default() += t.instances as usize;
+                        barrier_users[names[b] as usize] += t.instances as usize;
                     }
                 }
             }
@@ -303,7 +341,7 @@ impl<K: SchedClass> Machine<K> {
         }
         let barriers = barrier_users
             .into_iter()
-            .map(|(k, n)| (k, (n, Vec::new())))
+            .map(|n| (n.max(1), Vec::new()))
             .collect();
         Ok(Machine {
             q,
@@ -311,10 +349,11 @@ impl<K: SchedClass> Machine<K> {
             platform,
             work: Arc::new(work),
             tasks,
-            timers: FastMap::default(),
-            mutexes: FastMap::default(),
-            conds: FastMap::default(),
-            suspended: FastMap::default(),
+            timers: vec![None; nnames],
+            ids,
+            mutexes: (0..nnames).map(|_| Mutex::default()).collect(),
+            conds: vec![VecDeque::new(); nnames],
+            suspended: vec![Vec::new(); nnames],
             barriers,
             ticks: vec![0; ncpus],
             ticking: vec![true; ncpus],
@@ -929,13 +968,8 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
-    fn lock(&mut self, t: TaskId, m: &Name) -> bool {
-        if !self.mutexes.contains_key(&**m) {
-            self.mutexes.insert(m.clone(), Mutex::default());
-        }
-        let Some(mx) = self.mutexes.get_mut(&**m) else {
-            return false;
-        };
+    fn lock(&mut self, t: TaskId, m: u32) -> bool {
+        let mx = &mut self.mutexes[m as usize];
         if mx.owner.is_none() {
             mx.owner = Some(t);
             true
@@ -945,10 +979,8 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
-    fn unlock(&mut self, m: &str) {
-        let Some(mx) = self.mutexes.get_mut(m) else {
-            return;
-        };
+    fn unlock(&mut self, m: u32) {
+        let mx = &mut self.mutexes[m as usize];
         mx.owner = mx.waiters.pop_front();
         if let Some(next) = mx.owner {
             self.tasks[next].relock = None;
@@ -956,11 +988,12 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
-    fn signal(&mut self, cond: &str, all: bool) {
-        let waiters: Vec<(TaskId, Name)> = match self.conds.get_mut(cond) {
-            Some(q) if all => q.drain(..).collect(),
-            Some(q) => q.pop_front().into_iter().collect(),
-            None => Vec::new(),
+    fn signal(&mut self, cond: u32, all: bool) {
+        let q = &mut self.conds[cond as usize];
+        let waiters: Vec<(TaskId, u32)> = if all {
+            q.drain(..).collect()
+        } else {
+            q.pop_front().into_iter().collect()
         };
         for (w, mutex) in waiters {
             self.tasks[w].relock = Some(mutex);
@@ -970,8 +1003,8 @@ impl<K: SchedClass> Machine<K> {
 
     /// Executes the running task's events until it needs CPU, blocks or ends.
     fn step_task(&mut self, t: TaskId) {
-        if let Some(m) = self.tasks[t].relock.clone() {
-            if !self.lock(t, &m) {
+        if let Some(m) = self.tasks[t].relock {
+            if !self.lock(t, m) {
                 return self.block(t, false);
             }
             self.tasks[t].relock = None;
@@ -984,6 +1017,7 @@ impl<K: SchedClass> Machine<K> {
                 return self.block(t, true);
             };
             let ev = &spec.phases[phase].events[index];
+            let (id, id2) = self.ids[self.tasks[t].spec][phase][index];
             // A new phase may forbid the CPU it runs on: move, then go on.
             if !self.may_use(t, self.tasks[t].cpu) {
                 self.tasks[t].event -= 1;
@@ -1022,10 +1056,7 @@ impl<K: SchedClass> Machine<K> {
                         };
                         &mut own[i].1
                     } else {
-                        if !self.timers.contains_key(&**name) {
-                            self.timers.insert(name.clone(), now);
-                        }
-                        self.timers.get_mut(&**name).expect("just inserted")
+                        self.timers[id as usize].get_or_insert(now)
                     };
                     let next = *slot + period;
                     // rt-app's slack: negative when the thread came late.
@@ -1045,60 +1076,46 @@ impl<K: SchedClass> Machine<K> {
                         return self.sleep_until(t, next);
                     }
                 }
-                Event::Suspend(name) => {
-                    match self.suspended.get_mut(&**name) {
-                        Some(list) => list.push(t),
-                        None => {
-                            self.suspended.insert(name.clone(), vec![t]);
-                        }
-                    }
+                Event::Suspend(_) => {
+                    self.suspended[id as usize].push(t);
                     return self.block(t, false);
                 }
-                Event::Resume(name) => {
+                Event::Resume(_) => {
                     // (The list is put back empty, to be reused.)
-                    if let Some(list) = self.suspended.get_mut(&**name) {
-                        let mut ws = std::mem::take(list);
-                        for &w in &ws {
-                            self.wake(w);
-                        }
-                        ws.clear();
-                        if let Some(list) = self.suspended.get_mut(&**name) {
-                            if list.is_empty() {
-                                *list = ws;
-                            }
-                        }
+                    let mut ws = std::mem::take(&mut self.suspended[id as usize]);
+                    for &w in &ws {
+                        self.wake(w);
+                    }
+                    ws.clear();
+                    let list = &mut self.suspended[id as usize];
+                    if list.is_empty() {
+                        *list = ws;
                     }
                 }
-                Event::Lock(m) => {
-                    if !self.lock(t, m) {
+                Event::Lock(_) => {
+                    if !self.lock(t, id) {
                         return self.block(t, false);
                     }
                 }
-                Event::Unlock(m) => self.unlock(m),
-                Event::Signal(c) => self.signal(c, false),
-                Event::Broad(c) => self.signal(c, true),
-                Event::Wait { cond, mutex } => {
-                    self.conds
-                        .entry(cond.clone())
-                        .or_default()
-                        .push_back((t, mutex.clone()));
-                    self.unlock(mutex);
+                Event::Unlock(_) => self.unlock(id),
+                Event::Signal(_) => self.signal(id, false),
+                Event::Broad(_) => self.signal(id, true),
+                Event::Wait { .. } => {
+                    self.conds[id as usize].push_back((t, id2));
+                    self.unlock(id2);
                     return self.block(t, false);
                 }
-                Event::Sync { cond, mutex } => {
+                Event::Sync { .. } => {
                     // rt-app's sig_and_wait: the caller holds the mutex
                     // (its JSON locks first); signal, then wait, which
                     // lets the mutex go until the wake-up.
-                    self.signal(cond, false);
-                    self.conds
-                        .entry(cond.clone())
-                        .or_default()
-                        .push_back((t, mutex.clone()));
-                    self.unlock(mutex);
+                    self.signal(id, false);
+                    self.conds[id as usize].push_back((t, id2));
+                    self.unlock(id2);
                     return self.block(t, false);
                 }
-                Event::Barrier(name) => {
-                    let entry = self.barriers.entry(name.clone()).or_insert((1, Vec::new()));
+                Event::Barrier(_) => {
+                    let entry = &mut self.barriers[id as usize];
                     entry.1.push(t);
                     if entry.1.len() >= entry.0 {
                         let others: Vec<TaskId> = entry.1.drain(..).filter(|&w| w != t).collect();

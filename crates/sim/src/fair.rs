@@ -205,6 +205,8 @@ pub struct Fair {
     runnable: Vec<usize>,
     /// Groups with a bandwidth limit.
     limited: Vec<GroupId>,
+    /// Buffers the balancer reuses.
+    scratch: (Vec<TaskId>, Vec<RqId>, Vec<EntityId>),
 }
 
 impl Fair {
@@ -232,6 +234,7 @@ impl Fair {
             running: vec![None; ncpus],
             runnable: vec![0; ncpus],
             limited: Vec::new(),
+            scratch: Default::default(),
         };
         let root: Vec<RqId> = (0..ncpus)
             .map(|_| {
@@ -817,16 +820,27 @@ impl Fair {
     /// delayed (sleeping) ones left out.
     fn tasks_on(&self, cpu: usize) -> Vec<TaskId> {
         let mut out = Vec::new();
-        let mut stack = vec![self.groups[0].rqs[cpu]];
+        self.tasks_on_into(cpu, &mut out, &mut Vec::new(), &mut Vec::new());
+        out
+    }
+
+    /// [`Fair::tasks_on`] into buffers the caller keeps.
+    fn tasks_on_into(
+        &self,
+        cpu: usize,
+        out: &mut Vec<TaskId>,
+        stack: &mut Vec<RqId>,
+        ents: &mut Vec<EntityId>,
+    ) {
+        out.clear();
+        stack.clear();
+        stack.push(self.groups[0].rqs[cpu]);
         while let Some(rq) = stack.pop() {
             let r = &self.rqs[rq];
-            let mut ents: Vec<EntityId> = r
-                .curr
-                .into_iter()
-                .chain(r.tree.iter().map(|&(_, e)| e))
-                .collect();
-            ents.sort_by_key(|&e| (self.entities[e].vruntime, e));
-            for e in ents {
+            ents.clear();
+            ents.extend(r.curr.into_iter().chain(r.tree.iter().map(|&(_, e)| e)));
+            ents.sort_unstable_by_key(|&e| (self.entities[e].vruntime, e));
+            for &e in ents.iter() {
                 match self.entities[e].my_rq {
                     Some(child) => stack.push(child),
                     None if !self.entities[e].delayed => out.extend(self.entities[e].task),
@@ -834,7 +848,6 @@ impl Fair {
                 }
             }
         }
-        out
     }
 
     /// A task's weight seen from the root: its share of each level.
@@ -1306,12 +1319,11 @@ impl SchedClass for Fair {
             imbal = (lb / nr_b) as i64;
         }
         let mut moved = Vec::new();
-        let candidates: Vec<TaskId> = self
-            .tasks_on(busiest)
-            .into_iter()
-            .filter(|&t| self.running[busiest] != Some(t))
-            .collect();
-        for t in candidates {
+        let (mut candidates, mut stack, mut ents) = std::mem::take(&mut self.scratch);
+        self.tasks_on_into(busiest, &mut candidates, &mut stack, &mut ents);
+        let running = self.running[busiest];
+        candidates.retain(|&t| running != Some(t));
+        for &t in &candidates {
             let w = self.root_weight(t) as i64;
             if imbal < w / 2 || w == 0 {
                 continue;
@@ -1343,6 +1355,7 @@ impl SchedClass for Fair {
                 break;
             }
         }
+        self.scratch = (candidates, stack, ents);
         moved
     }
 }

@@ -989,15 +989,23 @@ impl<K: SchedClass> Machine<K> {
     }
 
     fn signal(&mut self, cond: u32, all: bool) {
-        let q = &mut self.conds[cond as usize];
-        let waiters: Vec<(TaskId, u32)> = if all {
-            q.drain(..).collect()
-        } else {
-            q.pop_front().into_iter().collect()
-        };
-        for (w, mutex) in waiters {
+        if !all {
+            if let Some((w, mutex)) = self.conds[cond as usize].pop_front() {
+                self.tasks[w].relock = Some(mutex);
+                self.wake(w);
+            }
+            return;
+        }
+        // (The queue is put back empty, to be reused.)
+        let mut waiters = std::mem::take(&mut self.conds[cond as usize]);
+        for &(w, mutex) in &waiters {
             self.tasks[w].relock = Some(mutex);
             self.wake(w);
+        }
+        waiters.clear();
+        let q = &mut self.conds[cond as usize];
+        if q.is_empty() {
+            *q = waiters;
         }
     }
 

@@ -54,9 +54,11 @@
 //! - DELAY_DEQUEUE: a task that sleeps while not eligible stays queued
 //!   (`sched_delayed`) until it is picked — then it leaves — or wakes; its
 //!   positive lag is dropped (DELAY_ZERO).
-//! - Wake-up (`check_preempt_wakeup_fair`): the woken entity preempts when
-//!   `pick_eevdf` would choose it; a shorter-slice woken entity first
-//!   cancels curr's protection (PREEMPT_SHORT).
+//! - Wake-up (`check_preempt_wakeup_fair`, 6.17+): the woken entity
+//!   preempts when `pick_eevdf` would choose it; one with a shorter slice
+//!   than curr is weighed without curr's protection and, if it does not
+//!   win, shrinks that protection to the queue's smallest slice
+//!   (PREEMPT_SHORT, `update_protect_slice`).
 //!
 //! Both: SCHED_IDLE curr is preempted by any non-idle wake-up; woken
 //! SCHED_BATCH and SCHED_IDLE tasks never preempt.
@@ -468,7 +470,7 @@ impl Fair {
 
     /// `pick_eevdf` on one queue: curr (if eligible and protected, or the
     /// earliest deadline), else the first eligible entity in deadline order.
-    fn pick_eevdf(&self, rq: RqId) -> Option<EntityId> {
+    fn pick_eevdf(&self, rq: RqId, protect: bool) -> Option<EntityId> {
         let r = &self.rqs[rq];
         let first = r.tree.first().map(|&(_, e)| e);
         if r.nr_queued == 1 {
@@ -476,7 +478,7 @@ impl Fair {
         }
         let curr = r.curr.filter(|&c| self.eligible(rq, c));
         if let Some(c) = curr {
-            if self.protect_slice(c) {
+            if protect && self.protect_slice(c) {
                 return Some(c);
             }
         }
@@ -497,7 +499,7 @@ impl Fair {
     fn pick_entity(&self, rq: RqId) -> Option<EntityId> {
         match self.flavour {
             Flavour::Cfs => self.rqs[rq].tree.first().map(|&(_, e)| e),
-            Flavour::Eevdf => self.pick_eevdf(rq),
+            Flavour::Eevdf => self.pick_eevdf(rq, true),
         }
     }
 
@@ -1190,16 +1192,23 @@ impl SchedClass for Fair {
                     self.entities[ce].vruntime - self.entities[we].vruntime > gran
                 }
                 Flavour::Eevdf => {
-                    // PREEMPT_SHORT: a shorter request cancels curr's protection.
-                    let (cs, ws) = (&self.entities[ce], &self.entities[we]);
-                    if ws.slice < cs.slice
-                        && self.eligible(rq, we)
-                        && (ws.deadline < cs.deadline || !self.eligible(rq, ce))
-                    {
+                    // PREEMPT_SHORT: a shorter request is weighed without
+                    // curr's protection; if it wins, the protection ends,
+                    // else it shrinks to the queue's smallest slice
+                    // (`update_protect_slice`).
+                    let short = self.entities[we].slice < self.entities[ce].slice;
+                    if self.pick_eevdf(rq, !short) == Some(we) {
                         let v = self.entities[ce].vruntime;
                         self.entities[ce].vprot = v;
+                        return true;
                     }
-                    self.pick_eevdf(rq) == Some(we)
+                    if short {
+                        let cap =
+                            self.entities[ce].vruntime + self.delta_fair(self.min_slice(rq), ce);
+                        let vprot = &mut self.entities[ce].vprot;
+                        *vprot = (*vprot).min(cap);
+                    }
+                    false
                 }
             };
         }

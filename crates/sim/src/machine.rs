@@ -449,6 +449,11 @@ impl<K: SchedClass> Machine<K> {
         self.k.set_group_shares(path, shares)
     }
 
+    /// Sets (Some) or clears a task's own EEVDF slice, ns.
+    pub fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+        self.k.set_slice(t, slice_ns)
+    }
+
     /// Sets a cgroup's CPU bandwidth limit (before running).
     pub fn set_group_quota(
         &mut self,

@@ -2,6 +2,7 @@
 //! each check runs under each.
 
 use corral_sim::fair::{Fair, Flavour};
+use corral_sim::kernel::SchedClass;
 use corral_sim::machine::{Machine, Platform, TaskStats};
 use corral_sim::rtapp::parse;
 
@@ -221,4 +222,32 @@ fn a_group_gets_its_quota_and_no_more() {
             .set_group_quota("/", Some(50_000_000), 100_000_000)
             .is_err());
     }
+}
+
+#[test]
+fn eevdf_a_short_slice_is_served_sooner_after_waking() {
+    // 1.5 ms of work every 5 ms (30 %, near its third of the CPU) beside
+    // two hogs on one CPU: with a 0.1 ms
+    // request instead of the base 0.7 ms, its virtual deadline comes
+    // sooner, so it preempts sooner (the lever corral's latency group uses).
+    let json = r#"{"tasks": {
+        "p": {"loop": -1, "run": 1500, "timer": {"ref": "t", "period": 5000}},
+        "hog": {"instance": 2, "run": 1000000}
+    }}"#;
+    let p99 = |slice: Option<u64>| {
+        let w = parse(json, "test").unwrap();
+        let mut m = Machine::new(Platform::uniform(1), w, Fair::eevdf(1)).unwrap();
+        if slice.is_some() {
+            m.set_slice(0, slice).unwrap();
+        }
+        m.run_until(5_000_000_000);
+        let mut l = m.stats()[0].wakeup_latency_ns.clone();
+        l.sort_unstable();
+        l[l.len() * 99 / 100]
+    };
+    let (base, short) = (p99(None), p99(Some(100_000)));
+    println!("p99 wake-up latency: base slice {base} ns, 0.1 ms slice {short} ns");
+    assert!(short * 2 < base, "base {base}, short {short}");
+    // CFS 2.6.32 has no per-task slice.
+    assert!(Fair::cfs(1).set_slice(0, Some(100_000)).is_err());
 }

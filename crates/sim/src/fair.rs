@@ -44,9 +44,13 @@
 //!   (`sched_attr.sched_runtime`, 0.1–100 ms). When v reaches d, a new
 //!   deadline and a resched (`update_deadline`).
 //! - `pick_eevdf`: among eligible entities the earliest deadline; curr
-//!   keeps the CPU while `v < vprot` (RUN_TO_PARITY, `protect_slice`).
+//!   keeps the CPU while `v < vprot` (RUN_TO_PARITY, `protect_slice`),
+//!   `vprot = min(d, v + min(queue's smallest slice, own slice))`, set
+//!   when a different entity is picked (`set_next_entity`), not renewed
+//!   when the same one is picked again.
 //! - Lag `vlag = V − v` is taken at dequeue, clamped to
-//!   `±calc_delta_fair(max(2·slice, TICK_NSEC))` (`update_entity_lag`), and
+//!   `±calc_delta_fair(largest queued slice + TICK_NSEC)`
+//!   (`update_entity_lag`, 6.18), and
 //!   kept across the sleep; on enqueue `v = V − vlag·(W + w)/W`
 //!   (`place_entity`, PLACE_LAG); a new task's first deadline is half a
 //!   slice away (PLACE_DEADLINE_INITIAL); a migrating task keeps its
@@ -59,6 +63,15 @@
 //!   than curr is weighed without curr's protection and, if it does not
 //!   win, shrinks that protection to the queue's smallest slice
 //!   (PREEMPT_SHORT, `update_protect_slice`).
+//!
+//! - `sched_yield`: an eligible task's vruntime jumps to its deadline.
+//!
+//! Checked against Linux 6.18.35's kernel/sched/fair.c and features.h.
+//! Not modelled (XXX): PELT (group shares follow `max(weight, load_avg)`
+//! in the kernel), the PICK_BUDDY `next` buddy a sleeping task leaves its
+//! group, DELAY_DEQUEUE of group entities, 6.18's task-based bandwidth
+//! throttling (tasks leave at the return to user space; here the group
+//! entity leaves at once, as before 6.18).
 //!
 //! Both: SCHED_IDLE curr is preempted by any non-idle wake-up; woken
 //! SCHED_BATCH and SCHED_IDLE tasks never preempt.
@@ -160,6 +173,9 @@ struct CfsRq {
     group: GroupId,
     /// Its group ran out of bandwidth: its entity is off the parent queue.
     throttled: bool,
+    /// The entity that ran here last: picking it again does not renew its
+    /// slice protection (`set_next_entity` only runs for a new pick).
+    last_curr: Option<EntityId>,
 }
 
 #[derive(Debug, Clone)]
@@ -398,11 +414,23 @@ impl Fair {
         load == 0 || avg >= self.entities[e].vruntime as i128 * load
     }
 
-    /// `update_entity_lag`: vlag = V − v, clamped.
+    /// `update_entity_lag` (6.18): vlag = V − v, clamped to the largest
+    /// queued slice plus a tick, in the entity's virtual time.
     fn update_entity_lag(&mut self, rq: RqId, e: EntityId) {
         let v = self.avg_vruntime(rq) - self.entities[e].vruntime;
-        let limit = self.delta_fair((2 * self.entities[e].slice).max(self.tick_ns), e);
+        let limit = self.delta_fair(self.max_slice(rq) + self.tick_ns, e);
         self.entities[e].vlag = v.clamp(-limit, limit);
+    }
+
+    /// The largest slice on a queue (`cfs_rq_max_slice`).
+    fn max_slice(&self, rq: RqId) -> Ns {
+        let r = &self.rqs[rq];
+        r.curr
+            .into_iter()
+            .chain(r.tree.iter().map(|&(_, e)| e))
+            .map(|e| self.entities[e].slice)
+            .max()
+            .unwrap_or(self.tun.base_slice_ns)
     }
 
     /// EEVDF's `place_entity`: v from V and the kept lag, then the deadline.
@@ -413,7 +441,8 @@ impl Fair {
         if self.rqs[rq].nr_queued > 0 && self.entities[e].vlag != 0 {
             let (_, load) = self.sums(rq);
             let load = load.max(1);
-            lag = (self.entities[e].vlag as i128 * (load + w)).div_euclid(load) as i64;
+            // (s64 division: truncates toward zero.)
+            lag = (self.entities[e].vlag as i128 * (load + w) / load) as i64;
         }
         let vslice = self.delta_fair(self.entities[e].slice, e);
         let en = &mut self.entities[e];
@@ -690,6 +719,7 @@ impl Fair {
         }
         if self.rqs[rq].curr == Some(e) {
             self.rqs[rq].curr = None;
+            self.rqs[rq].last_curr = Some(e);
         } else {
             self.tree_remove(rq, e);
         }
@@ -743,6 +773,7 @@ impl Fair {
             let rq = self.entities[e].rq;
             if self.rqs[rq].curr == Some(e) {
                 self.rqs[rq].curr = None;
+                self.rqs[rq].last_curr = Some(e);
                 self.tree_add(rq, e);
             }
         }
@@ -1033,6 +1064,7 @@ impl SchedClass for Fair {
                     let r = self.entities[up].rq;
                     if self.rqs[r].curr == Some(up) {
                         self.rqs[r].curr = None;
+                        self.rqs[r].last_curr = Some(up);
                         self.tree_add(r, up);
                     }
                 }
@@ -1082,7 +1114,7 @@ impl SchedClass for Fair {
                 en.exec_start = now;
                 en.prev_sum_exec = en.sum_exec;
                 en.new = false;
-                if self.flavour == Flavour::Eevdf {
+                if self.flavour == Flavour::Eevdf && self.rqs[rq].last_curr != Some(e) {
                     self.set_protect_slice(rq, e);
                 }
             }
@@ -1108,10 +1140,14 @@ impl SchedClass for Fair {
         self.update_curr_cpu(cpu, now);
         let e = self.tasks[t].entity;
         match self.flavour {
-            // yield_task_fair (6.x): the deadline moves a slice further.
+            // yield_task_fair (6.18): an eligible task gives up the rest
+            // of its request: vruntime jumps to the deadline, which renews.
             Flavour::Eevdf => {
-                let d = self.delta_fair(self.entities[e].slice, e);
-                self.entities[e].deadline += d;
+                let rq = self.entities[e].rq;
+                if self.eligible(rq, e) {
+                    self.entities[e].vruntime = self.entities[e].deadline;
+                    self.update_deadline(e);
+                }
             }
             // 2.6.32 (sched_compat_yield off): just a resched.
             Flavour::Cfs => {}
@@ -1193,16 +1229,20 @@ impl SchedClass for Fair {
                 }
                 Flavour::Eevdf => {
                     // PREEMPT_SHORT: a shorter request is weighed without
-                    // curr's protection; if it wins, the protection ends,
-                    // else it shrinks to the queue's smallest slice
-                    // (`update_protect_slice`).
+                    // curr's protection (and ends it if it wins). A new
+                    // task (WF_FORK) otherwise never preempts. A wake-up
+                    // that does not preempt shrinks curr's protection to
+                    // the queue's smallest slice (`update_protect_slice`).
                     let short = self.entities[we].slice < self.entities[ce].slice;
-                    if self.pick_eevdf(rq, !short) == Some(we) {
-                        let v = self.entities[ce].vruntime;
-                        self.entities[ce].vprot = v;
+                    let fork = self.entities[self.tasks[woken].entity].new;
+                    if (short || !fork) && self.pick_eevdf(rq, !short) == Some(we) {
+                        if short {
+                            let v = self.entities[ce].vruntime;
+                            self.entities[ce].vprot = v;
+                        }
                         return true;
                     }
-                    if short {
+                    if short || !fork {
                         let cap =
                             self.entities[ce].vruntime + self.delta_fair(self.min_slice(rq), ce);
                         let vprot = &mut self.entities[ce].vprot;
@@ -1448,11 +1488,12 @@ mod tests {
         assert_eq!(f.entities[et].vruntime, v_t);
         assert_eq!(f.entities[et].vlag, (v_t + v_o).div_euclid(2) - v_t);
         assert!(f.entities[et].vlag < 0);
-        // Lag is clamped to ±(2 slices or a tick) of virtual time.
+        // Lag is clamped to ±(the largest queued slice + a tick) of virtual
+        // time: 0.7 ms + 4 ms on one CPU at HZ 250 (6.18's update_entity_lag).
         f.entities[et].vruntime += 1_000_000_000;
         let rq = f.groups[0].rqs[0];
         f.update_entity_lag(rq, et);
-        assert_eq!(f.entities[et].vlag, -4_000_000);
+        assert_eq!(f.entities[et].vlag, -4_700_000);
     }
 
     #[test]

@@ -24,6 +24,7 @@
 pub mod classes;
 pub mod engine;
 pub mod fair;
+pub mod hist;
 pub mod json;
 pub mod kernel;
 pub mod machine;

@@ -11,6 +11,7 @@
 //! periodic load balancing, hot-plug, EEVDF.
 
 use crate::engine::{FastMap, Ns, Queue};
+use crate::hist::{Histogram, SignedHistogram};
 use crate::kernel::{SchedClass, TaskId};
 use crate::rtapp::{Event, Name, TimerMode, Workload};
 use std::collections::{HashMap, VecDeque};
@@ -44,14 +45,14 @@ pub struct TaskStats {
     pub name: String,
     pub cpu_ns: Ns,
     pub wakeups: u64,
-    /// Wake-up latency of each wake-up (woken → running), ns.
-    pub wakeup_latency_ns: Vec<Ns>,
+    /// Wake-up latency (woken → running), ns.
+    pub wakeup_latency: Histogram,
     pub migrations: u64,
     pub preemptions: u64,
     pub switches: u64,
     /// rt-app's slack at each timer: expiry − the moment the thread got to
     /// it (negative: it was late), ns.
-    pub slack_ns: Vec<i64>,
+    pub slack: SignedHistogram,
 }
 
 /// A stretch of time a task ran on a CPU (recorded when asked).
@@ -854,7 +855,7 @@ impl<K: SchedClass> Machine<K> {
         task.run_start = now;
         task.on_cpu_since = now;
         if let Some(w) = task.woke_at.take() {
-            task.stats.wakeup_latency_ns.push(now - w);
+            task.stats.wakeup_latency.record(now - w);
             if std::mem::take(&mut task.timer_wake) {
                 task.iter_wu_lat += now - w;
             }
@@ -1082,7 +1083,7 @@ impl<K: SchedClass> Machine<K> {
                     };
                     *slot = next;
                     let task = &mut self.tasks[t];
-                    task.stats.slack_ns.push(slack);
+                    task.stats.slack.record(slack);
                     task.iter_slack = slack;
                     if next > now {
                         task.timer_wake = true;
@@ -1205,7 +1206,8 @@ mod tests {
         );
         let share = s[0].cpu_ns as f64 / 1e9;
         assert!((share - 0.1).abs() < 0.002, "{share}");
-        assert!(s[0].wakeup_latency_ns.iter().all(|&l| l == 0));
+        assert_eq!(s[0].wakeup_latency.max, 0);
+        assert!(s[0].wakeup_latency.count > 90);
     }
 
     #[test]

@@ -1,6 +1,5 @@
 //! What a simulation run reports, for people (tables) and programs (JSON).
 
-use crate::engine::Ns;
 use crate::kernel::SchedClass;
 use crate::machine::Machine;
 use serde::Serialize;
@@ -52,14 +51,6 @@ pub struct Summary {
     pub sharing: Vec<Shared>,
 }
 
-fn percentile(sorted: &[Ns], p: f64) -> Ns {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 /// Summarises a machine after a run.
 pub fn summarise<K: SchedClass>(m: &Machine<K>) -> Summary {
     let t = m.time().max(1) as f64;
@@ -67,20 +58,16 @@ pub fn summarise<K: SchedClass>(m: &Machine<K>) -> Summary {
         .stats()
         .into_iter()
         .map(|s| {
-            let mut lat = s.wakeup_latency_ns.clone();
-            lat.sort_unstable();
-            let mut slack = s.slack_ns.clone();
-            slack.sort_unstable();
-            let slack_p50_us =
-                (!slack.is_empty()).then(|| slack[(slack.len() - 1) / 2] as f64 / 1e3);
-            let slack_min_us = slack.first().map(|&v| v as f64 / 1e3);
+            let lat = &s.wakeup_latency;
+            let slack_p50_us = s.slack.percentile(50.0).map(|v| v as f64 / 1e3);
+            let slack_min_us = s.slack.min().map(|v| v as f64 / 1e3);
             TaskSummary {
                 cpu_s: s.cpu_ns as f64 / 1e9,
                 share: s.cpu_ns as f64 / t,
                 wakeups: s.wakeups,
-                latency_p50_us: percentile(&lat, 50.0) as f64 / 1e3,
-                latency_p99_us: percentile(&lat, 99.0) as f64 / 1e3,
-                latency_max_us: lat.last().copied().unwrap_or(0) as f64 / 1e3,
+                latency_p50_us: lat.percentile(50.0) as f64 / 1e3,
+                latency_p99_us: lat.percentile(99.0) as f64 / 1e3,
+                latency_max_us: lat.max as f64 / 1e3,
                 migrations: s.migrations,
                 preemptions: s.preemptions,
                 switches: s.switches,

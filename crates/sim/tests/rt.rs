@@ -61,7 +61,7 @@ fn a_waking_rt_task_preempts_fair_work_at_once_and_rt_spreads_over_cpus() {
     }}"#;
     let s = run(json, 2, 2.0, RtBandwidth::fair_server());
     assert!(s[0].wakeups > 300);
-    let worst = s[0].wakeup_latency_ns.iter().max().copied().unwrap_or(0);
+    let worst = s[0].wakeup_latency.max;
     assert_eq!(worst, 0, "an RT wake-up waits for no fair task");
     // Two RT hogs on two CPUs: one each.
     let two = r#"{"tasks": {"rt": {"instance": 2, "policy": "SCHED_FIFO", "run": 1000000}}}"#;

@@ -1,0 +1,213 @@
+//! Histograms of latencies: fixed memory however long the run.
+//!
+//! The layout is HdrHistogram's log-linear one: values below 64 have a
+//! bucket each; above, every power of two is split into 64 buckets, so a
+//! bucket's width is under 1/64 of its values (a percentile is off by
+//! less than 1.6 %). The minimum, maximum, count and sum are exact, and a
+//! percentile never leaves [min, max].
+
+use serde::Serialize;
+
+const SUB_BITS: u32 = 6;
+const SUB: u64 = 1 << SUB_BITS;
+
+fn index(v: u64) -> usize {
+    if v < SUB {
+        return v as usize;
+    }
+    let e = 63 - v.leading_zeros(); // ≥ SUB_BITS
+    let group = (e - SUB_BITS) as u64;
+    let sub = (v >> group) - SUB; // the top SUB_BITS bits after the leading 1
+    (SUB + group * SUB + sub) as usize
+}
+
+fn lower(i: usize) -> u64 {
+    let i = i as u64;
+    if i < SUB {
+        return i;
+    }
+    let group = (i - SUB) / SUB;
+    let sub = (i - SUB) % SUB;
+    (SUB + sub) << group
+}
+
+/// Non-negative values (ns).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Histogram {
+    #[serde(skip)]
+    counts: Vec<u32>,
+    pub count: u64,
+    pub min: u64,
+    pub max: u64,
+    #[serde(skip)]
+    sum: u128,
+}
+
+impl Histogram {
+    pub fn record(&mut self, v: u64) {
+        let i = index(v);
+        if self.counts.len() <= i {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] = self.counts[i].saturating_add(1);
+        if self.count == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.count += 1;
+        self.sum += v as u128;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// The value at rank ⌈p/100 · count⌉ (nearest rank), to within a
+    /// bucket; 0 when empty.
+    pub fn percentile(&self, p: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((p / 100.0) * self.count as f64)
+            .ceil()
+            .clamp(1.0, self.count as f64) as u64;
+        self.at_rank(rank)
+    }
+
+    /// The value of rank `rank` (1 = smallest), to within a bucket.
+    fn at_rank(&self, rank: u64) -> u64 {
+        let mut seen = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c as u64;
+            if seen >= rank {
+                return lower(i).clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+}
+
+/// Values of either sign (rt-app's slack: negative when late).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SignedHistogram {
+    neg: Histogram,
+    pos: Histogram,
+}
+
+impl SignedHistogram {
+    pub fn record(&mut self, v: i64) {
+        if v < 0 {
+            self.neg.record(v.unsigned_abs());
+        } else {
+            self.pos.record(v as u64);
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.neg.count + self.pos.count
+    }
+
+    pub fn min(&self) -> Option<i64> {
+        if !self.neg.is_empty() {
+            Some(-(self.neg.max as i64))
+        } else if !self.pos.is_empty() {
+            Some(self.pos.min as i64)
+        } else {
+            None
+        }
+    }
+
+    /// Nearest-rank percentile over both signs; None when empty.
+    pub fn percentile(&self, p: f64) -> Option<i64> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        let rank = ((p / 100.0) * n as f64).ceil().clamp(1.0, n as f64) as u64;
+        Some(if rank <= self.neg.count {
+            // The negatives, most negative first: rank r is the
+            // (count − r + 1)-th smallest magnitude.
+            -(self.neg.at_rank(self.neg.count - rank + 1) as i64)
+        } else {
+            self.pos.at_rank(rank - self.neg.count) as i64
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_exact_then_within_a_64th() {
+        for v in [
+            0u64,
+            1,
+            63,
+            64,
+            127,
+            128,
+            129,
+            1000,
+            9_000_000,
+            u64::MAX / 3,
+        ] {
+            let (i, lo) = (index(v), lower(index(v)));
+            assert!(lo <= v, "{v}: lower {lo}");
+            assert!(v - lo <= v / 64, "{v}: lower {lo}");
+            assert!(
+                lower(i + 1) > v,
+                "{v}: next bucket starts at {}",
+                lower(i + 1)
+            );
+        }
+        for v in 0..200u64 {
+            assert!(index(v + 1) >= index(v));
+        }
+    }
+
+    #[test]
+    fn percentiles_match_sorted_samples_within_the_bucket_error() {
+        let mut h = Histogram::default();
+        let mut xs: Vec<u64> = (0..10_000u64).map(|i| (i * 7919) % 1_000_003).collect();
+        for &x in &xs {
+            h.record(x);
+        }
+        xs.sort_unstable();
+        for p in [1.0, 50.0, 90.0, 99.0, 100.0] {
+            let exact = xs[((p / 100.0 * xs.len() as f64).ceil() as usize).max(1) - 1];
+            let got = h.percentile(p);
+            assert!(
+                got <= exact && exact - got <= exact / 64,
+                "p{p}: {got} vs {exact}"
+            );
+        }
+        assert_eq!((h.min, h.max, h.count), (xs[0], xs[9999], 10_000));
+        // One repeated value is reported exactly.
+        let mut one = Histogram::default();
+        (0..5).for_each(|_| one.record(9_000_000));
+        assert_eq!(one.percentile(50.0), 9_000_000);
+    }
+
+    #[test]
+    fn signed_values_order_negatives_first() {
+        let mut s = SignedHistogram::default();
+        for v in [-5i64, -1, 0, 3, 10] {
+            s.record(v);
+        }
+        assert_eq!(s.min(), Some(-5));
+        assert_eq!(s.percentile(20.0), Some(-5));
+        assert_eq!(s.percentile(40.0), Some(-1));
+        assert_eq!(s.percentile(60.0), Some(0));
+        assert_eq!(s.percentile(100.0), Some(10));
+        assert_eq!(SignedHistogram::default().percentile(50.0), None);
+    }
+}

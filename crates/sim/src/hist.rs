@@ -4,11 +4,15 @@
 //! bucket each; above, every power of two is split into 64 buckets, so a
 //! bucket's width is under 1/64 of its values (a percentile is off by
 //! less than 1.6 %). The minimum, maximum, count and sum are exact, and a
-//! percentile never leaves [min, max].
+//! percentile never leaves [min, max]. The first 64 values are kept as
+//! they are (exact percentiles, little memory for the many threads that
+//! wake rarely); the 65th moves them into buckets.
 
 use serde::Serialize;
 
 const SUB_BITS: u32 = 6;
+/// Values kept raw before the buckets take over.
+const RAW: usize = 64;
 const SUB: u64 = 1 << SUB_BITS;
 
 fn index(v: u64) -> usize {
@@ -35,6 +39,8 @@ fn lower(i: usize) -> u64 {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Histogram {
     #[serde(skip)]
+    raw: Vec<u64>,
+    #[serde(skip)]
     counts: Vec<u32>,
     pub count: u64,
     pub min: u64,
@@ -45,17 +51,28 @@ pub struct Histogram {
 
 impl Histogram {
     pub fn record(&mut self, v: u64) {
-        let i = index(v);
-        if self.counts.len() <= i {
-            self.counts.resize(i + 1, 0);
+        if self.counts.is_empty() && self.raw.len() < RAW {
+            self.raw.push(v);
+        } else {
+            for x in std::mem::take(&mut self.raw) {
+                self.bucket(x);
+            }
+            self.bucket(v);
         }
-        self.counts[i] = self.counts[i].saturating_add(1);
         if self.count == 0 || v < self.min {
             self.min = v;
         }
         self.max = self.max.max(v);
         self.count += 1;
         self.sum += v as u128;
+    }
+
+    fn bucket(&mut self, v: u64) {
+        let i = index(v);
+        if self.counts.len() <= i {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] = self.counts[i].saturating_add(1);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -84,6 +101,11 @@ impl Histogram {
 
     /// The value of rank `rank` (1 = smallest), to within a bucket.
     fn at_rank(&self, rank: u64) -> u64 {
+        if self.counts.is_empty() {
+            let mut r = self.raw.clone();
+            r.sort_unstable();
+            return r.get(rank as usize - 1).copied().unwrap_or(self.max);
+        }
         let mut seen = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c as u64;

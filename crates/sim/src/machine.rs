@@ -15,7 +15,7 @@ use crate::hist::{Histogram, SignedHistogram};
 use crate::kernel::{SchedClass, TaskId};
 use crate::rtapp::{Event, Name, TimerMode, Workload};
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::rc::Rc;
 
 /// The CPUs.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,7 +156,7 @@ pub struct Machine<K: SchedClass> {
     q: Queue<Ev>,
     k: K,
     platform: Platform,
-    work: Arc<Workload>,
+    work: Rc<Workload>,
     tasks: Vec<Task>,
     /// Shared timers by name; "unique" ones live in each task.
     timers: Vec<Option<Ns>>,
@@ -348,7 +348,7 @@ impl<K: SchedClass> Machine<K> {
             q,
             k,
             platform,
-            work: Arc::new(work),
+            work: Rc::new(work),
             tasks,
             timers: vec![None; nnames],
             ids,
@@ -1023,7 +1023,7 @@ impl<K: SchedClass> Machine<K> {
             }
             self.tasks[t].relock = None;
         }
-        let work = Arc::clone(&self.work);
+        let work = Rc::clone(&self.work);
         let spec = &work.tasks[self.tasks[t].spec];
         loop {
             let now = self.now();

@@ -176,6 +176,9 @@ struct CfsRq {
     /// The entity that ran here last: picking it again does not renew its
     /// slice protection (`set_next_entity` only runs for a new pick).
     last_curr: Option<EntityId>,
+    /// Queued entities whose slice is not the base slice (none, nearly
+    /// always: then the smallest and largest slice need no scan).
+    odd_slices: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -417,7 +420,13 @@ impl Fair {
     /// `update_entity_lag` (6.18): vlag = V − v, clamped to the largest
     /// queued slice plus a tick, in the entity's virtual time.
     fn update_entity_lag(&mut self, rq: RqId, e: EntityId) {
-        let v = self.avg_vruntime(rq) - self.entities[e].vruntime;
+        let vrt = self.avg_vruntime(rq);
+        self.update_entity_lag_at(rq, e, vrt);
+    }
+
+    /// [`Fair::update_entity_lag`] with V already known.
+    fn update_entity_lag_at(&mut self, rq: RqId, e: EntityId, vrt: i64) {
+        let v = vrt - self.entities[e].vruntime;
         let limit = self.delta_fair(self.max_slice(rq) + self.tick_ns, e);
         self.entities[e].vlag = v.clamp(-limit, limit);
     }
@@ -425,6 +434,9 @@ impl Fair {
     /// The largest slice on a queue (`cfs_rq_max_slice`).
     fn max_slice(&self, rq: RqId) -> Ns {
         let r = &self.rqs[rq];
+        if r.odd_slices == 0 {
+            return self.tun.base_slice_ns;
+        }
         r.curr
             .into_iter()
             .chain(r.tree.iter().map(|&(_, e)| e))
@@ -474,6 +486,18 @@ impl Fair {
     /// The smallest slice on a queue (`cfs_rq_min_slice`).
     fn min_slice(&self, rq: RqId) -> Ns {
         let r = &self.rqs[rq];
+        debug_assert_eq!(
+            r.odd_slices,
+            r.curr
+                .into_iter()
+                .chain(r.tree.iter().map(|&(_, e)| e))
+                .filter(|&e| self.entities[e].slice != self.tun.base_slice_ns)
+                .count(),
+            "odd-slice count of run queue {rq}"
+        );
+        if r.odd_slices == 0 {
+            return self.tun.base_slice_ns;
+        }
         r.curr
             .into_iter()
             .chain(r.tree.iter().map(|&(_, e)| e))
@@ -505,17 +529,18 @@ impl Fair {
         if r.nr_queued == 1 {
             return r.curr.or(first);
         }
-        let curr = r.curr.filter(|&c| self.eligible(rq, c));
+        // Eligibility, v ≤ V, as Σ v·w ≥ v · Σ w (the sums once per pick).
+        let (avg, load) = self.sums(rq);
+        let eligible = |e: EntityId| load == 0 || avg >= self.entities[e].vruntime as i128 * load;
+        let curr = r.curr.filter(|&c| eligible(c));
         if let Some(c) = curr {
             if protect && self.protect_slice(c) {
                 return Some(c);
             }
         }
-        let best = r
-            .tree
-            .iter()
-            .map(|&(_, e)| e)
-            .find(|&e| self.eligible(rq, e));
+        // XXX: a scan in deadline order; the kernel skips ineligible
+        // subtrees with an augmented min-vruntime, O(log n).
+        let best = r.tree.iter().map(|&(_, e)| e).find(|&e| eligible(e));
         match (best, curr) {
             (None, c) => c.or(first),
             (Some(b), Some(c)) if self.entities[c].deadline < self.entities[b].deadline => Some(c),
@@ -703,20 +728,24 @@ impl Fair {
         en.on_rq = true;
         en.rq = rq;
         en.exec_start = now;
-        let w = en.weight;
+        let (w, odd) = (en.weight, en.slice != self.tun.base_slice_ns);
         self.tree_add(rq, e);
         let r = &mut self.rqs[rq];
         r.load += w;
         r.nr_queued += 1;
+        r.odd_slices += odd as usize;
     }
 
     /// Takes a queued entity off its queue; EEVDF keeps its lag (and, for
     /// a migration, its deadline relative to vruntime).
     fn dequeue_entity(&mut self, rq: RqId, e: EntityId, sleep: bool) {
-        let vrt = self.avg_vruntime(rq);
-        if self.flavour == Flavour::Eevdf {
-            self.update_entity_lag(rq, e);
-        }
+        let vrt = if self.flavour == Flavour::Eevdf {
+            let vrt = self.avg_vruntime(rq);
+            self.update_entity_lag_at(rq, e, vrt);
+            vrt
+        } else {
+            0
+        };
         if self.rqs[rq].curr == Some(e) {
             self.rqs[rq].curr = None;
             self.rqs[rq].last_curr = Some(e);
@@ -728,10 +757,14 @@ impl Fair {
             en.deadline -= en.vruntime;
             en.rel_deadline = true;
         }
-        let w = self.entities[e].weight;
+        let (w, odd) = (
+            self.entities[e].weight,
+            self.entities[e].slice != self.tun.base_slice_ns,
+        );
         let r = &mut self.rqs[rq];
         r.load -= w;
         r.nr_queued -= 1;
+        r.odd_slices -= odd as usize;
         if r.nr_queued == 0 && self.flavour == Flavour::Eevdf {
             // An empty queue's V stays where it was.
             r.min_vruntime = vrt;
@@ -934,6 +967,11 @@ impl SchedClass for Fair {
         }
         self.ensure_task(t);
         let e = self.tasks[t].entity;
+        let base = self.tun.base_slice_ns;
+        let (on_rq, rq, was_odd) = {
+            let en = &self.entities[e];
+            (en.on_rq, en.rq, en.slice != base)
+        };
         let en = &mut self.entities[e];
         match slice_ns {
             // sched_setattr clamps sched_runtime to 0.1–100 ms.
@@ -942,9 +980,14 @@ impl SchedClass for Fair {
                 en.custom_slice = true;
             }
             None => {
-                en.slice = self.tun.base_slice_ns;
+                en.slice = base;
                 en.custom_slice = false;
             }
+        }
+        let is_odd = en.slice != base;
+        if on_rq {
+            let r = &mut self.rqs[rq];
+            r.odd_slices = r.odd_slices + is_odd as usize - was_odd as usize;
         }
         Ok(())
     }

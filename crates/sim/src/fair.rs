@@ -76,11 +76,11 @@
 //! Both: SCHED_IDLE curr is preempted by any non-idle wake-up; woken
 //! SCHED_BATCH and SCHED_IDLE tasks never preempt.
 
-use crate::engine::Ns;
+use crate::engine::{Ns, OrderedSet};
 use crate::kernel::{SchedClass, TaskId};
 use crate::rtapp::Policy;
 use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 /// Which era of kernel/sched/fair.c.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +156,7 @@ struct Entity {
 #[derive(Debug, Clone, Default)]
 struct CfsRq {
     /// Queued entities but curr, by (vruntime or deadline, id).
-    tree: BTreeSet<(i64, EntityId)>,
+    tree: OrderedSet<(i64, EntityId)>,
     curr: Option<EntityId>,
     /// Σ weight of the queued entities, curr included.
     load: u64,

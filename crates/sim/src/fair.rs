@@ -228,6 +228,9 @@ pub struct Fair {
     limited: Vec<GroupId>,
     /// Buffers the balancer reuses.
     scratch: (Vec<TaskId>, Vec<RqId>, Vec<EntityId>),
+    /// Balancing attempts per CPU that found an imbalance and moved
+    /// nothing, in a row (`sd->nr_balance_failed`).
+    balance_failed: Vec<u32>,
 }
 
 impl Fair {
@@ -256,6 +259,7 @@ impl Fair {
             runnable: vec![0; ncpus],
             limited: Vec::new(),
             scratch: Default::default(),
+            balance_failed: vec![0; ncpus],
         };
         let root: Vec<RqId> = (0..ncpus)
             .map(|_| {
@@ -942,6 +946,11 @@ impl SchedClass for Fair {
         if !self.is_idle(t) {
             let e = self.tasks[t].entity;
             self.reweight(e, nice_to_weight(nice));
+            if self.entities[e].on_rq {
+                // The groups above weigh their queues' load.
+                let rq = self.entities[e].rq;
+                self.update_shares_up(rq);
+            }
         }
     }
 
@@ -995,6 +1004,14 @@ impl SchedClass for Fair {
     fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
         let g = self.group(path);
         self.ensure_task(t);
+        let e = self.tasks[t].entity;
+        if self.entities[e].on_rq {
+            if !self.entities[e].delayed {
+                return Err(format!("task {t} is queued: dequeue it before moving it"));
+            }
+            // A delayed sleeper leaves its old group's queue first.
+            self.finish_delayed(e);
+        }
         self.tasks[t].group = g;
         Ok(())
     }
@@ -1375,7 +1392,8 @@ impl SchedClass for Fair {
     /// ```
     ///
     /// A task moves only if it is not running, may run on `cpu`, and is not
-    /// cache-hot (ran within `sysctl_sched_migration_cost`, 0.5 ms). Tasks
+    /// cache-hot (ran within `sysctl_sched_migration_cost`, 0.5 ms) — unless
+    /// balancing here failed more than `cache_nice_tries` times. Tasks
     /// are tried in the busiest queue's order, leftmost first (XXX: the
     /// kernel walks its task list tail first; for these rules the order
     /// only decides which of equal tasks moves). With groups, a task's W is
@@ -1421,8 +1439,11 @@ impl SchedClass for Fair {
                 continue;
             }
             let e = self.tasks[t].entity;
+            // A cache-hot task stays, unless balancing here already failed
+            // more than `cache_nice_tries` times in a row (can_migrate_task).
             let hot = now.saturating_sub(self.entities[e].exec_start) < MIGRATION_COST_NS
-                && self.entities[e].sum_exec > 0;
+                && self.entities[e].sum_exec > 0
+                && self.balance_failed[cpu] <= CACHE_NICE_TRIES;
             if !allowed(t, cpu) || hot {
                 continue;
             }
@@ -1447,6 +1468,11 @@ impl SchedClass for Fair {
                 break;
             }
         }
+        if moved.is_empty() {
+            self.balance_failed[cpu] += 1;
+        } else {
+            self.balance_failed[cpu] = 0;
+        }
         self.scratch = (candidates, stack, ents);
         moved
     }
@@ -1455,6 +1481,10 @@ impl SchedClass for Fair {
 /// `sysctl_sched_migration_cost`: a task that ran this recently is
 /// cache-hot and stays.
 const MIGRATION_COST_NS: Ns = 500_000;
+
+/// `sd->cache_nice_tries` of the CPU-level domains (SD_MC_INIT /
+/// SD_CPU_INIT in 2.6.32; 1 in the 6.x topology levels too).
+const CACHE_NICE_TRIES: u32 = 1;
 
 #[cfg(test)]
 mod tests {

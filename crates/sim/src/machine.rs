@@ -113,7 +113,12 @@ struct Task {
     spec: usize,
     state: State,
     cpu: usize,
+    /// The CPUs it may use: its affinity within its cpuset.
     allowed: Vec<usize>,
+    /// Its own affinity (the rt-app phase's `cpus`, else all).
+    affinity: Vec<usize>,
+    /// The cpuset it is confined to, if any (set while running).
+    cpuset: Option<Vec<usize>>,
     /// Loops of the whole program left (−1: for ever).
     loops_left: i64,
     phase: usize,
@@ -296,6 +301,8 @@ impl<K: SchedClass> Machine<K> {
                     state: State::Blocked,
                     cpu: allowed[id % allowed.len()],
                     allowed: allowed.clone(),
+                    affinity: allowed.clone(),
+                    cpuset: None,
                     loops_left: t.loops,
                     phase: 0,
                     phase_loops_left: t.phases[0].loops,
@@ -453,6 +460,106 @@ impl<K: SchedClass> Machine<K> {
     /// Sets (Some) or clears a task's own EEVDF slice, ns.
     pub fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
         self.k.set_slice(t, slice_ns)
+    }
+
+    /// Moves task `t` into cgroup `path` of the cpu controller, now
+    /// (`sched_move_task`: off its queue, into the group, back on; a
+    /// running task is put back and the CPU picks again).
+    pub fn move_task(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+        let now = self.now();
+        let cpu = self.tasks[t].cpu;
+        match self.tasks[t].state {
+            State::Running => {
+                self.charge(t);
+                self.end_run(t, cpu);
+                self.tasks[t].gen += 1;
+                self.tasks[t].state = State::Runnable;
+                self.k.put_prev(cpu, t, now);
+                self.k.dequeue(cpu, t, false, now);
+                self.k.set_task_group(t, path)?;
+                self.k.enqueue(cpu, t, false, now);
+                self.q.after(0, Ev::Schedule(cpu));
+            }
+            State::Runnable => {
+                self.k.dequeue(cpu, t, false, now);
+                self.k.set_task_group(t, path)?;
+                self.k.enqueue(cpu, t, false, now);
+            }
+            State::Blocked | State::Exited => self.k.set_task_group(t, path)?,
+        }
+        Ok(())
+    }
+
+    /// Sets task `t`'s nice value now (`set_user_nice`: reweighted in place).
+    pub fn renice(&mut self, t: TaskId, nice: i32) {
+        let now = self.now();
+        let cpu = self.tasks[t].cpu;
+        self.k.update_curr(cpu, now);
+        self.k.set_nice(t, nice);
+    }
+
+    /// Confines task `t` to `cpus` (its cpuset; `None` lifts it), now. A
+    /// task on a CPU it may no longer use moves to one it may
+    /// (`__set_cpus_allowed_ptr` → `migration_cpu_stop`).
+    pub fn set_cpuset(&mut self, t: TaskId, cpus: Option<Vec<usize>>) -> Result<(), String> {
+        let n = self.platform.capacities.len();
+        if let Some(c) = cpus.as_ref().and_then(|c| c.iter().find(|&&c| c >= n)) {
+            return Err(format!("CPU {c} does not exist ({n} CPUs)"));
+        }
+        if cpus.as_ref().is_some_and(|c| c.is_empty()) {
+            return Err("an empty cpuset".into());
+        }
+        let task = &mut self.tasks[t];
+        task.cpuset = cpus;
+        task.allowed = effective(&task.affinity, task.cpuset.as_deref());
+        let cpu = task.cpu;
+        if self.may_use(t, cpu) {
+            return Ok(());
+        }
+        let now = self.now();
+        match self.tasks[t].state {
+            State::Running => {
+                self.charge(t);
+                self.end_run(t, cpu);
+                self.tasks[t].gen += 1;
+                self.tasks[t].state = State::Runnable;
+                self.k.put_prev(cpu, t, now);
+                self.k.dequeue(cpu, t, false, now);
+                self.leave(cpu, t);
+                self.q.after(0, Ev::Schedule(cpu));
+                self.requeue_elsewhere(t, cpu);
+            }
+            State::Runnable => {
+                self.k.dequeue(cpu, t, false, now);
+                self.leave(cpu, t);
+                self.requeue_elsewhere(t, cpu);
+            }
+            // It wakes on a CPU it may use.
+            State::Blocked | State::Exited => {}
+        }
+        Ok(())
+    }
+
+    /// Puts runnable task `t`, just taken off `from`, on a CPU it may use.
+    fn requeue_elsewhere(&mut self, t: TaskId, from: usize) {
+        let now = self.now();
+        let mut allowed = std::mem::take(&mut self.scratch);
+        self.usable_into(t, &mut allowed);
+        let cpu = self.k.select_task_rq(t, from, &allowed);
+        self.scratch = allowed;
+        let task = &mut self.tasks[t];
+        task.cpu = cpu;
+        task.stats.migrations += 1;
+        self.k.enqueue(cpu, t, false, now);
+        self.join(cpu, t);
+        match self.k.curr(cpu) {
+            None => self.q.after(0, Ev::Schedule(cpu)),
+            Some(_) => {
+                if self.k.check_preempt_wakeup(cpu, t, now) {
+                    self.q.after(0, Ev::Preempt(cpu));
+                }
+            }
+        }
     }
 
     /// Sets a cgroup's CPU bandwidth limit (before running).
@@ -967,10 +1074,11 @@ impl<K: SchedClass> Machine<K> {
             task.phase_loops_left = spec.phases[task.phase].loops;
             // A phase may narrow (or widen) the CPUs the thread may use.
             let ncpus = self.platform.capacities.len();
-            task.allowed = cpus_of(spec, task.phase, ncpus);
-            if task.allowed.is_empty() {
-                task.allowed = (0..ncpus).collect();
+            task.affinity = cpus_of(spec, task.phase, ncpus);
+            if task.affinity.is_empty() {
+                task.affinity = (0..ncpus).collect();
             }
+            task.allowed = effective(&task.affinity, task.cpuset.as_deref());
         }
     }
 
@@ -1147,6 +1255,26 @@ impl<K: SchedClass> Machine<K> {
                     self.q.after(0, Ev::Preempt(cpu));
                     return;
                 }
+            }
+        }
+    }
+}
+
+/// A task's CPUs: its affinity within its cpuset, or the whole cpuset
+/// when they do not meet (the cpuset wins, as `cpuset_cpus_allowed` does).
+fn effective(affinity: &[usize], cpuset: Option<&[usize]>) -> Vec<usize> {
+    match cpuset {
+        None => affinity.to_vec(),
+        Some(set) => {
+            let both: Vec<usize> = affinity
+                .iter()
+                .copied()
+                .filter(|c| set.contains(c))
+                .collect();
+            if both.is_empty() {
+                set.to_vec()
+            } else {
+                both
             }
         }
     }

@@ -249,3 +249,99 @@ fn eevdf_a_short_slice_is_served_sooner_after_waking() {
     // CFS 2.6.32 has no per-task slice.
     assert!(Fair::cfs(1).set_slice(0, Some(100_000)).is_err());
 }
+
+/// CPU time each task got between two stats snapshots, in CPUs.
+fn shares_between(a: &[TaskStats], b: &[TaskStats], secs: f64) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (y.cpu_ns - x.cpu_ns) as f64 / (secs * 1e9))
+        .collect()
+}
+
+#[test]
+fn a_task_moved_into_a_52_share_group_mid_run_gets_52_of_1076() {
+    for f in FLAVOURS {
+        let w = parse(
+            r#"{"tasks": {"hog": {"instance": 2, "cpus": [0], "taskgroup": "/fg", "run": 1000000}}}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(1), w, Fair::new(f, 1)).unwrap();
+        m.set_group_shares("/bg", 52).unwrap();
+        m.run_until(1_000_000_000);
+        let before = m.stats();
+        m.move_task(1, "/bg").unwrap();
+        m.run_until(2_000_000_000);
+        let after = m.stats();
+        m.run_until(6_000_000_000);
+        let end = m.stats();
+        let s = shares_between(&before, &after, 1.0);
+        assert!(
+            (s[0] - 0.5).abs() > 0.3,
+            "{f:?}: the move took effect: {s:?}"
+        );
+        let s = shares_between(&after, &end, 4.0);
+        println!(
+            "{f:?}: after the move: {s:?} (52/1076 = {:.4})",
+            52.0 / 1076.0
+        );
+        assert!((s[1] - 52.0 / 1076.0).abs() < 0.005, "{f:?}: {s:?}");
+    }
+}
+
+#[test]
+fn renicing_mid_run_reweights_at_once() {
+    for f in FLAVOURS {
+        let w = parse(
+            r#"{"tasks": {"hog": {"instance": 2, "run": 1000000}}}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(1), w, Fair::new(f, 1)).unwrap();
+        m.run_until(1_000_000_000);
+        let a = m.stats();
+        m.renice(1, 5);
+        m.run_until(11_000_000_000);
+        let s = shares_between(&a, &m.stats(), 10.0);
+        let ratio = s[0] / s[1];
+        println!("{f:?}: nice 0 : nice 5 after renicing = {ratio:.4}");
+        assert!(
+            (ratio / (1024.0 / 335.0) - 1.0).abs() < 0.02,
+            "{f:?}: {ratio}"
+        );
+    }
+}
+
+#[test]
+fn a_cpuset_narrowed_mid_run_moves_its_tasks_at_once() {
+    for f in FLAVOURS {
+        let w = parse(
+            r#"{"tasks": {"hog": {"instance": 2, "run": 1000000}}}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(2), w, Fair::new(f, 2)).unwrap();
+        m.run_until(1_000_000_000);
+        // One hog per CPU; confine both to CPU 0. The machine asserts at
+        // every event (test builds) that no task runs outside its CPUs.
+        m.set_cpuset(0, Some(vec![0])).unwrap();
+        m.set_cpuset(1, Some(vec![0])).unwrap();
+        let a = m.stats();
+        let busy_a = m.cpu_busy().to_vec();
+        m.run_until(3_000_000_000);
+        let s = shares_between(&a, &m.stats(), 2.0);
+        assert!(s.iter().all(|x| (x - 0.5).abs() < 0.02), "{f:?}: {s:?}");
+        assert!(
+            m.cpu_busy()[1] - busy_a[1] < 5_000_000,
+            "{f:?}: CPU 1 still ran"
+        );
+        // Lifted: they spread again.
+        m.set_cpuset(0, None).unwrap();
+        m.set_cpuset(1, None).unwrap();
+        let b = m.stats();
+        m.run_until(5_000_000_000);
+        let s = shares_between(&b, &m.stats(), 2.0);
+        assert!(s.iter().all(|x| *x > 0.9), "{f:?}: {s:?}");
+        assert!(m.set_cpuset(0, Some(vec![7])).is_err());
+    }
+}

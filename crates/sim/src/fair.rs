@@ -437,16 +437,19 @@ impl Fair {
 
     /// The largest slice on a queue (`cfs_rq_max_slice`).
     fn max_slice(&self, rq: RqId) -> Ns {
-        let r = &self.rqs[rq];
-        if r.odd_slices == 0 {
+        if self.rqs[rq].odd_slices == 0 {
             return self.tun.base_slice_ns;
         }
+        self.slices(rq).max().unwrap_or(self.tun.base_slice_ns)
+    }
+
+    /// The slices of a queue's entities, curr included.
+    fn slices(&self, rq: RqId) -> impl Iterator<Item = Ns> + '_ {
+        let r = &self.rqs[rq];
         r.curr
             .into_iter()
             .chain(r.tree.iter().map(|&(_, e)| e))
             .map(|e| self.entities[e].slice)
-            .max()
-            .unwrap_or(self.tun.base_slice_ns)
     }
 
     /// EEVDF's `place_entity`: v from V and the kept lag, then the deadline.
@@ -492,22 +495,15 @@ impl Fair {
         let r = &self.rqs[rq];
         debug_assert_eq!(
             r.odd_slices,
-            r.curr
-                .into_iter()
-                .chain(r.tree.iter().map(|&(_, e)| e))
-                .filter(|&e| self.entities[e].slice != self.tun.base_slice_ns)
+            self.slices(rq)
+                .filter(|&s| s != self.tun.base_slice_ns)
                 .count(),
             "odd-slice count of run queue {rq}"
         );
         if r.odd_slices == 0 {
             return self.tun.base_slice_ns;
         }
-        r.curr
-            .into_iter()
-            .chain(r.tree.iter().map(|&(_, e)| e))
-            .map(|e| self.entities[e].slice)
-            .min()
-            .unwrap_or(self.tun.base_slice_ns)
+        self.slices(rq).min().unwrap_or(self.tun.base_slice_ns)
     }
 
     /// `set_protect_slice`: curr keeps the CPU until its deadline, or for

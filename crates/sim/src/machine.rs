@@ -470,11 +470,7 @@ impl<K: SchedClass> Machine<K> {
         let cpu = self.tasks[t].cpu;
         match self.tasks[t].state {
             State::Running => {
-                self.charge(t);
-                self.end_run(t, cpu);
-                self.tasks[t].gen += 1;
-                self.tasks[t].state = State::Runnable;
-                self.k.put_prev(cpu, t, now);
+                self.stop_running(t, cpu);
                 self.k.dequeue(cpu, t, false, now);
                 self.k.set_task_group(t, path)?;
                 self.k.enqueue(cpu, t, false, now);
@@ -519,11 +515,7 @@ impl<K: SchedClass> Machine<K> {
         let now = self.now();
         match self.tasks[t].state {
             State::Running => {
-                self.charge(t);
-                self.end_run(t, cpu);
-                self.tasks[t].gen += 1;
-                self.tasks[t].state = State::Runnable;
-                self.k.put_prev(cpu, t, now);
+                self.stop_running(t, cpu);
                 self.k.dequeue(cpu, t, false, now);
                 self.leave(cpu, t);
                 self.q.after(0, Ev::Schedule(cpu));
@@ -538,6 +530,17 @@ impl<K: SchedClass> Machine<K> {
             State::Blocked | State::Exited => {}
         }
         Ok(())
+    }
+
+    /// The running task `t` stops where it is and goes back to its queue,
+    /// runnable, its work so far charged (its pending run end dropped).
+    fn stop_running(&mut self, t: TaskId, cpu: usize) {
+        let now = self.now();
+        self.charge(t);
+        self.end_run(t, cpu);
+        self.tasks[t].gen += 1;
+        self.tasks[t].state = State::Runnable;
+        self.k.put_prev(cpu, t, now);
     }
 
     /// Puts runnable task `t`, just taken off `from`, on a CPU it may use.

@@ -1262,53 +1262,64 @@ impl SchedClass for Fair {
         if self.tasks[woken].policy != Policy::Other {
             return false;
         }
-        // find_matching_se: climb both until they share a run queue.
-        let (up_c, up_w) = (
-            self.path_up(self.tasks[c].entity),
-            self.path_up(self.tasks[woken].entity),
-        );
-        for &ce in &up_c {
-            let Some(&we) = up_w
-                .iter()
-                .find(|&&we| self.entities[we].rq == self.entities[ce].rq)
-            else {
-                continue;
-            };
-            if we == ce {
-                return false;
+        // find_matching_se: climb both to the same depth, then together
+        // until they share a run queue.
+        let depth = |mut e: EntityId| {
+            let mut d = 0;
+            while let Some(p) = self.parent(e) {
+                d += 1;
+                e = p;
             }
-            let rq = self.entities[ce].rq;
-            return match self.flavour {
-                Flavour::Cfs => {
-                    let gran = self.delta_fair(self.tun.wakeup_granularity_ns, we);
-                    self.entities[ce].vruntime - self.entities[we].vruntime > gran
-                }
-                Flavour::Eevdf => {
-                    // PREEMPT_SHORT: a shorter request is weighed without
-                    // curr's protection (and ends it if it wins). A new
-                    // task (WF_FORK) otherwise never preempts. A wake-up
-                    // that does not preempt shrinks curr's protection to
-                    // the queue's smallest slice (`update_protect_slice`).
-                    let short = self.entities[we].slice < self.entities[ce].slice;
-                    let fork = self.entities[self.tasks[woken].entity].new;
-                    if (short || !fork) && self.pick_eevdf(rq, !short) == Some(we) {
-                        if short {
-                            let v = self.entities[ce].vruntime;
-                            self.entities[ce].vprot = v;
-                        }
-                        return true;
-                    }
-                    if short || !fork {
-                        let cap =
-                            self.entities[ce].vruntime + self.delta_fair(self.min_slice(rq), ce);
-                        let vprot = &mut self.entities[ce].vprot;
-                        *vprot = (*vprot).min(cap);
-                    }
-                    false
-                }
-            };
+            d
+        };
+        let (mut ce, mut we) = (self.tasks[c].entity, self.tasks[woken].entity);
+        let (mut dc, mut dw) = (depth(ce), depth(we));
+        while dc > dw {
+            ce = self.parent(ce).expect("deeper than its depth");
+            dc -= 1;
         }
-        false
+        while dw > dc {
+            we = self.parent(we).expect("deeper than its depth");
+            dw -= 1;
+        }
+        while self.entities[ce].rq != self.entities[we].rq {
+            match (self.parent(ce), self.parent(we)) {
+                (Some(a), Some(b)) => (ce, we) = (a, b),
+                _ => return false,
+            }
+        }
+        if we == ce {
+            return false;
+        }
+        let rq = self.entities[ce].rq;
+        match self.flavour {
+            Flavour::Cfs => {
+                let gran = self.delta_fair(self.tun.wakeup_granularity_ns, we);
+                self.entities[ce].vruntime - self.entities[we].vruntime > gran
+            }
+            Flavour::Eevdf => {
+                // PREEMPT_SHORT: a shorter request is weighed without
+                // curr's protection (and ends it if it wins). A new
+                // task (WF_FORK) otherwise never preempts. A wake-up
+                // that does not preempt shrinks curr's protection to
+                // the queue's smallest slice (`update_protect_slice`).
+                let short = self.entities[we].slice < self.entities[ce].slice;
+                let fork = self.entities[self.tasks[woken].entity].new;
+                if (short || !fork) && self.pick_eevdf(rq, !short) == Some(we) {
+                    if short {
+                        let v = self.entities[ce].vruntime;
+                        self.entities[ce].vprot = v;
+                    }
+                    return true;
+                }
+                if short || !fork {
+                    let cap = self.entities[ce].vruntime + self.delta_fair(self.min_slice(rq), ce);
+                    let vprot = &mut self.entities[ce].vprot;
+                    *vprot = (*vprot).min(cap);
+                }
+                false
+            }
+        }
     }
 
     fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize {

@@ -423,10 +423,14 @@ impl<K: SchedClass> Machine<K> {
 
     /// Closes the run slice of `t` on `cpu` at now.
     fn end_run(&mut self, t: TaskId, cpu: usize) {
+        self.end_run_at(t, cpu, self.q.now());
+    }
+
+    /// Closes the run slice of `t` on `cpu` at `now` (a new one starts).
+    fn end_run_at(&mut self, t: TaskId, cpu: usize, now: Ns) {
         if !self.record {
             return;
         }
-        let now = self.q.now();
         let start = std::mem::replace(&mut self.tasks[t].on_cpu_since, now);
         if now > start {
             self.slices.push(RunSlice {
@@ -609,17 +613,7 @@ impl<K: SchedClass> Machine<K> {
             }
             if let Some(c) = self.k.curr(cpu) {
                 let now = end.max(self.q.now());
-                if self.record {
-                    let start = std::mem::replace(&mut self.tasks[c].on_cpu_since, now);
-                    if now > start {
-                        self.slices.push(RunSlice {
-                            task: c,
-                            cpu,
-                            start,
-                            end: now,
-                        });
-                    }
-                }
+                self.end_run_at(c, cpu, now);
                 let t = &mut self.tasks[c];
                 let ran = now.saturating_sub(t.run_start);
                 t.stats.cpu_ns += ran;

@@ -92,7 +92,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct SimArgs {
     /// The rt-app JSON workload.
-    #[arg(required_unless_present = "bench")]
+    #[arg(required_unless_present_any = ["bench", "paper"])]
     pub workload: Option<PathBuf>,
     /// Platform file (TOML: kernel, hz, cpus or capacities, hotplug,
     /// groups); the options below override it.
@@ -141,6 +141,20 @@ pub struct SimArgs {
     /// Measure the simulator's speed instead of running a workload.
     #[arg(long)]
     pub bench: bool,
+    /// Who manages the simulated machine: none (the kernel alone) or corral
+    /// (the daemon's own control loop, in simulated time) [default: none].
+    #[arg(long, value_name = "POLICY", value_parser = ["none", "corral"])]
+    pub policy: Option<String>,
+    /// corral's configuration for --policy corral (default: the built-in one).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Reproduce a paper's experiment (000–004, or all) from the bundled
+    /// scenarios and print the paper's figures beside the simulated ones.
+    #[arg(long, value_name = "PAPER", value_parser = ["000", "001", "002", "003", "004", "all"], conflicts_with_all = ["workload", "bench"])]
+    pub paper: Option<String>,
+    /// With --paper: write an HTML report (tables and SVG charts) into DIR.
+    #[arg(long, value_name = "DIR", requires = "paper")]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -306,10 +320,31 @@ pub enum LabCommand {
     /// The daemon's own cost: CPU and memory with many sleeping threads and
     /// some hogs in scope (a benchmark). Needs root.
     Overhead(OverheadArgs),
+    /// The simulator against this kernel: the same rt-app files run with
+    /// the real rt-app here and in the simulator (EEVDF, this machine's
+    /// CPUs); per task CPU share and wake-up latency side by side. Needs
+    /// root and rt-app; creates and removes its own cgroups.
+    Validate(ValidateArgs),
     /// The workload programs the experiments start (for experiments and
     /// by hand).
     #[command(subcommand)]
     Work(WorkCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Seconds each case runs (live and simulated).
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Only the cases whose name contains this.
+    #[arg(long, value_name = "NAME")]
+    pub case: Option<String>,
+    /// Keep the live and simulated rt-app logs in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -487,3 +487,9 @@ pub fn boost_latency(
     );
     Ok(ExitCode::SUCCESS)
 }
+
+/// `corral lab validate` (issue 6): the simulator against this kernel.
+pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::Result<ExitCode> {
+    let _ = (paths, args);
+    anyhow::bail!("corral lab validate: not built yet")
+}

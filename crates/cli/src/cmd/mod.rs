@@ -36,6 +36,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             gap_ms,
             json,
         }) => lab::boost_latency(&paths, requests, gap_ms, json),
+        Command::Lab(LabCommand::Validate(args)) => lab::validate(&paths, &args),
         Command::Lab(LabCommand::Work(w)) => lab::work(w),
     }
 }

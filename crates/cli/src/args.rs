@@ -113,8 +113,10 @@ pub struct SimArgs {
     /// CPU bandwidth of task groups, PATH=QUOTA_US/PERIOD_US, e.g. "/bg=50000/100000".
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub group_quota: Vec<String>,
-    /// The kernel model: eevdf (Linux 6.6+) or cfs (Linux 2.6.32) [default: eevdf].
-    #[arg(long, value_name = "MODEL", value_parser = ["cfs", "eevdf"])]
+    /// The kernel model: eevdf (Linux 6.6+), cfs (Linux 2.6.32), or an
+    /// older run queue: linux24 (the goodness scan), mlq:N (paper 004's
+    /// multi-level queue, MEASURE N), o1, bfs [default: eevdf].
+    #[arg(long, value_name = "MODEL", value_parser = parse_kernel)]
     pub kernel: Option<String>,
     /// Simulated seconds (default: the workload's duration, else 10).
     #[arg(long, value_name = "S")]
@@ -479,4 +481,11 @@ pub struct ParallelArgs {
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+fn parse_kernel(s: &str) -> Result<String, String> {
+    if s == "cfs" || s == "eevdf" {
+        return Ok(s.to_string());
+    }
+    corral_sim::models::old_model(s, 1, 250).map(|_| s.to_string())
 }

@@ -4,7 +4,7 @@
 //! RT first.
 
 use crate::engine::Ns;
-use crate::kernel::{SchedClass, TaskId};
+use crate::kernel::{SchedClass, TaskId, Work};
 use crate::rt::{Rt, RtBandwidth};
 use crate::rtapp::Policy;
 
@@ -137,6 +137,20 @@ impl<F: SchedClass> SchedClass for Classes<F> {
 
     fn cpu_offline(&mut self, cpu: usize) {
         self.fair.cpu_offline(cpu);
+    }
+
+    fn cpu_online(&mut self, cpu: usize) {
+        self.fair.cpu_online(cpu);
+    }
+
+    fn set_allowed(&mut self, t: TaskId, cpus: &[usize]) {
+        self.fair.set_allowed(t, cpus);
+    }
+
+    /// Both classes' work added up (a pick that RT passes on to the fair
+    /// class counts in both).
+    fn work(&self) -> Work {
+        self.rt.work() + self.fair.work()
     }
 
     fn tick(&mut self, cpu: usize, now: Ns) -> bool {

@@ -109,6 +109,16 @@ impl<E> Queue<E> {
         Some((e.at, e.event))
     }
 
+    /// Moves the clock to `to` when nothing is due before it (a caller
+    /// outside the simulation acts at `to`); false when an event is.
+    pub fn advance_to(&mut self, to: Ns) -> bool {
+        if self.peek_time().is_some_and(|t| t < to) {
+            return false;
+        }
+        self.now = self.now.max(to);
+        true
+    }
+
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<Ns> {
         if !self.now_fifo.is_empty() {

@@ -77,7 +77,7 @@
 //! SCHED_BATCH and SCHED_IDLE tasks never preempt.
 
 use crate::engine::{Ns, OrderedSet};
-use crate::kernel::{SchedClass, TaskId};
+use crate::kernel::{SchedClass, TaskId, Work};
 use crate::rtapp::Policy;
 use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
 use std::collections::HashMap;
@@ -231,6 +231,11 @@ pub struct Fair {
     /// Balancing attempts per CPU that found an imbalance and moved
     /// nothing, in a row (`sd->nr_balance_failed`).
     balance_failed: Vec<u32>,
+    /// Paper 001's input-handling tasks (see [`Fair::set_interactive`]).
+    interactive: Vec<TaskId>,
+    /// Scheduling work (counters only: picks, entities looked at to pick,
+    /// task enqueues and dequeues).
+    work: Work,
 }
 
 impl Fair {
@@ -260,6 +265,8 @@ impl Fair {
             limited: Vec::new(),
             scratch: Default::default(),
             balance_failed: vec![0; ncpus],
+            interactive: Vec::new(),
+            work: Work::default(),
         };
         let root: Vec<RqId> = (0..ncpus)
             .map(|_| {
@@ -524,36 +531,51 @@ impl Fair {
     /// `pick_eevdf` on one queue: curr (if eligible and protected, or the
     /// earliest deadline), else the first eligible entity in deadline order.
     fn pick_eevdf(&self, rq: RqId, protect: bool) -> Option<EntityId> {
+        self.pick_eevdf_counted(rq, protect).0
+    }
+
+    /// [`Fair::pick_eevdf`] and the entities it looked at (curr, then the
+    /// tree in deadline order up to the first eligible one).
+    fn pick_eevdf_counted(&self, rq: RqId, protect: bool) -> (Option<EntityId>, u64) {
         let r = &self.rqs[rq];
         let first = r.tree.first().map(|&(_, e)| e);
         if r.nr_queued == 1 {
-            return r.curr.or(first);
+            return (r.curr.or(first), 1);
         }
         // Eligibility, v ≤ V, as Σ v·w ≥ v · Σ w (the sums once per pick).
         let (avg, load) = self.sums(rq);
         let eligible = |e: EntityId| load == 0 || avg >= self.entities[e].vruntime as i128 * load;
         let curr = r.curr.filter(|&c| eligible(c));
+        let mut looked = r.curr.is_some() as u64;
         if let Some(c) = curr {
             if protect && self.protect_slice(c) {
-                return Some(c);
+                return (Some(c), looked);
             }
         }
         // XXX: a scan in deadline order; the kernel skips ineligible
         // subtrees with an augmented min-vruntime, O(log n).
-        let best = r.tree.iter().map(|&(_, e)| e).find(|&e| eligible(e));
-        match (best, curr) {
+        let best = r.tree.iter().map(|&(_, e)| e).find(|&e| {
+            looked += 1;
+            eligible(e)
+        });
+        let pick = match (best, curr) {
             (None, c) => c.or(first),
             (Some(b), Some(c)) if self.entities[c].deadline < self.entities[b].deadline => Some(c),
             (Some(b), _) => Some(b),
-        }
+        };
+        (pick, looked)
     }
 
     /// The entity a queue would run next (the tree holds every queued
-    /// entity when nothing runs on the CPU).
-    fn pick_entity(&self, rq: RqId) -> Option<EntityId> {
+    /// entity when nothing runs on the CPU), and the entities it looked at
+    /// (CFS: the leftmost one).
+    fn pick_entity(&self, rq: RqId) -> (Option<EntityId>, u64) {
         match self.flavour {
-            Flavour::Cfs => self.rqs[rq].tree.first().map(|&(_, e)| e),
-            Flavour::Eevdf => self.pick_eevdf(rq, true),
+            Flavour::Cfs => {
+                let e = self.rqs[rq].tree.first().map(|&(_, e)| e);
+                (e, e.is_some() as u64)
+            }
+            Flavour::Eevdf => self.pick_eevdf_counted(rq, true),
         }
     }
 
@@ -682,6 +704,24 @@ impl Fair {
 
     /// Recomputes a group entity's weight from its run queue's share of
     /// the group's load over all CPUs (`update_cfs_group`).
+    /// Marks `t` as an input-handling task for paper 001's balancing
+    /// (the framework names it; the paper passes it by a system call).
+    pub fn set_interactive(&mut self, t: TaskId, on: bool) {
+        self.interactive.retain(|&x| x != t);
+        if on {
+            self.ensure_task(t);
+            self.interactive.push(t);
+        }
+    }
+
+    /// Whether an input task is runnable or running now.
+    fn input_runnable(&self) -> bool {
+        self.interactive.iter().any(|&t| {
+            let e = &self.entities[self.tasks[t].entity];
+            e.on_rq && !e.delayed
+        })
+    }
+
     fn update_shares(&mut self, rq: RqId) {
         let Some(se) = self.rqs[rq].se else { return };
         let g = &self.groups[self.rqs[rq].group];
@@ -1015,6 +1055,11 @@ impl SchedClass for Fair {
     fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
         let g = self.group(path);
         self.groups[g].shares = shares.max(MIN_SHARES);
+        // sched_group_set_shares: every CPU's group entity takes its new
+        // weight at once (the caller charged the running tasks first).
+        for rq in self.groups[g].rqs.clone() {
+            self.update_shares_up(rq);
+        }
         Ok(())
     }
 
@@ -1055,6 +1100,7 @@ impl SchedClass for Fair {
     }
 
     fn enqueue(&mut self, cpu: usize, t: TaskId, wakeup: bool, now: Ns) {
+        self.work.enqueues += 1;
         self.ensure_task(t);
         let TaskInfo { entity, group, .. } = self.tasks[t];
         self.runnable[cpu] += 1;
@@ -1081,6 +1127,16 @@ impl SchedClass for Fair {
             return;
         }
         let first = self.groups[group].rqs[cpu];
+        if self.flavour == Flavour::Cfs && !self.entities[entity].new {
+            // set_task_cpu (2.6.32), on every migration — wake-up,
+            // balancing, a move between groups: vruntime is carried
+            // relative to each queue's min_vruntime.
+            let from = self.entities[entity].rq;
+            if from != first {
+                self.entities[entity].vruntime +=
+                    self.rqs[first].min_vruntime - self.rqs[from].min_vruntime;
+            }
+        }
         let (mut e, mut rq) = (entity, first);
         // Queue the task, then each group entity that was not queued yet.
         loop {
@@ -1097,6 +1153,7 @@ impl SchedClass for Fair {
     }
 
     fn dequeue(&mut self, cpu: usize, t: TaskId, sleep: bool, now: Ns) {
+        self.work.dequeues += 1;
         let e = self.tasks[t].entity;
         self.runnable[cpu] -= 1;
         let rq = self.entities[e].rq;
@@ -1134,13 +1191,16 @@ impl SchedClass for Fair {
     }
 
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
+        self.work.picks += 1;
         loop {
             // Choose without side effects, then commit.
             let mut rq = self.groups[0].rqs[cpu];
             let mut path = Vec::new();
             let mut throttle = None;
             loop {
-                let e = self.pick_entity(rq)?;
+                let (e, looked) = self.pick_entity(rq);
+                self.work.examined += looked;
+                let e = e?;
                 path.push(e);
                 match self.entities[e].my_rq {
                     Some(child) if self.out_of_runtime(child) => {
@@ -1355,6 +1415,10 @@ impl SchedClass for Fair {
         self.running[cpu]
     }
 
+    fn work(&self) -> Work {
+        self.work
+    }
+
     fn queued(&self, cpu: usize) -> Vec<TaskId> {
         self.tasks_on(cpu)
     }
@@ -1440,6 +1504,17 @@ impl SchedClass for Fair {
         self.tasks_on_into(busiest, &mut candidates, &mut stack, &mut ents);
         let running = self.running[busiest];
         candidates.retain(|&t| running != Some(t));
+        if self.input_runnable() {
+            // Paper 001's interactivity-aware balancing: while an input
+            // task is runnable, pull the tasks with the largest vruntime
+            // (the CPU hogs) first, and never the input task itself; the
+            // move condition stays L_imbal >= W(t)/2.
+            let interactive = &self.interactive;
+            candidates.retain(|t| !interactive.contains(t));
+            let ents = &self.entities;
+            let tasks = &self.tasks;
+            candidates.sort_by_key(|&t| std::cmp::Reverse(ents[tasks[t].entity].vruntime));
+        }
         for &t in &candidates {
             let w = self.root_weight(t) as i64;
             if imbal < w / 2 || w == 0 {
@@ -1454,20 +1529,9 @@ impl SchedClass for Fair {
             if !allowed(t, cpu) || hot {
                 continue;
             }
-            match self.flavour {
-                Flavour::Cfs => {
-                    // set_task_cpu (2.6.32) carries vruntime across queues
-                    // relative to each queue's min_vruntime.
-                    let g = self.tasks[t].group;
-                    let src_min = self.rqs[self.groups[g].rqs[busiest]].min_vruntime;
-                    self.dequeue(busiest, t, false, now);
-                    let dst_min = self.rqs[self.groups[g].rqs[cpu]].min_vruntime;
-                    let v = &mut self.entities[e].vruntime;
-                    *v = *v - src_min + dst_min;
-                }
-                // EEVDF carries lag and the relative deadline instead.
-                Flavour::Eevdf => self.dequeue(busiest, t, false, now),
-            }
+            // The queue change carries vruntime (CFS) or lag and the
+            // relative deadline (EEVDF): see `enqueue`.
+            self.dequeue(busiest, t, false, now);
             self.enqueue(cpu, t, false, now);
             imbal -= w;
             moved.push((t, busiest));

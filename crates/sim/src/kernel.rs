@@ -9,6 +9,74 @@ use crate::rtapp::Policy;
 /// A simulated thread's index.
 pub type TaskId = usize;
 
+/// Scheduling work a model has done so far: how often it picked, how many
+/// tasks (or entities) it looked at to pick, and its queue operations.
+/// Plain counters, so a model pays an add per event for them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// `pick_next` calls.
+    pub picks: u64,
+    /// Tasks or entities `pick_next` looked at (a goodness scan counts
+    /// every task on the list it walks; a tree's leftmost or a bitmap's
+    /// first list counts one per level).
+    pub examined: u64,
+    /// `enqueue` calls.
+    pub enqueues: u64,
+    /// `dequeue` calls.
+    pub dequeues: u64,
+    /// Linux 2.4 / multi-level queue: counter recalculations (every
+    /// runnable task's counter was 0).
+    pub recalcs: u64,
+    /// Linux 2.4 / multi-level queue: tasks whose counter the
+    /// recalculations rewrote (`for_each_task`: sleeping ones too).
+    pub recalc_touched: u64,
+    /// Tasks looked at to find the one being dequeued (the multi-level
+    /// queue searches its levels; 0 where removal unlinks directly).
+    pub removal_scanned: u64,
+}
+
+impl std::ops::Add for Work {
+    type Output = Work;
+    fn add(self, o: Work) -> Work {
+        Work {
+            picks: self.picks + o.picks,
+            examined: self.examined + o.examined,
+            enqueues: self.enqueues + o.enqueues,
+            dequeues: self.dequeues + o.dequeues,
+            recalcs: self.recalcs + o.recalcs,
+            recalc_touched: self.recalc_touched + o.recalc_touched,
+            removal_scanned: self.removal_scanned + o.removal_scanned,
+        }
+    }
+}
+
+impl std::ops::Sub for Work {
+    type Output = Work;
+    /// The work done between two readings (`later - earlier`).
+    fn sub(self, o: Work) -> Work {
+        Work {
+            picks: self.picks - o.picks,
+            examined: self.examined - o.examined,
+            enqueues: self.enqueues - o.enqueues,
+            dequeues: self.dequeues - o.dequeues,
+            recalcs: self.recalcs - o.recalcs,
+            recalc_touched: self.recalc_touched - o.recalc_touched,
+            removal_scanned: self.removal_scanned - o.removal_scanned,
+        }
+    }
+}
+
+impl Work {
+    /// Tasks looked at per pick (0 before the first pick).
+    pub fn examined_per_pick(&self) -> f64 {
+        if self.picks == 0 {
+            0.0
+        } else {
+            self.examined as f64 / self.picks as f64
+        }
+    }
+}
+
 pub trait SchedClass {
     /// The model's name, for reports.
     fn name(&self) -> &'static str;
@@ -83,6 +151,23 @@ pub trait SchedClass {
     fn cpu_offline(&mut self, cpu: usize) {
         let _ = cpu;
     }
+    /// `cpu` comes back online (models with one queue for all CPUs must
+    /// know where they may pick; per-CPU queues need nothing).
+    fn cpu_online(&mut self, cpu: usize) {
+        let _ = cpu;
+    }
+    /// The CPUs task `t` may use now (its affinity within its cpuset), set
+    /// when the machine is built and whenever they change. Models that
+    /// pick from one global queue need them; per-CPU models are told
+    /// through [`SchedClass::balance`]'s `allowed` and ignore this.
+    fn set_allowed(&mut self, t: TaskId, cpus: &[usize]) {
+        let _ = (t, cpus);
+    }
+    /// The scheduling work done so far (zeros for a model that keeps no
+    /// count).
+    fn work(&self) -> Work {
+        Work::default()
+    }
     /// The periodic tick (`task_tick`); true when curr must be preempted.
     fn tick(&mut self, cpu: usize, now: Ns) -> bool;
     /// A task woke on `cpu`: should it preempt curr (`check_preempt_curr`)?
@@ -108,5 +193,97 @@ pub trait SchedClass {
     ) -> Vec<(TaskId, usize)> {
         let _ = (cpu, now, idle, allowed);
         Vec::new()
+    }
+}
+
+/// A boxed model is a model: every hook goes to the box's content, so the
+/// machine can run a model chosen by name at run time
+/// (`Machine<Box<dyn SchedClass>>`).
+impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn set_nice(&mut self, t: TaskId, nice: i32) {
+        (**self).set_nice(t, nice)
+    }
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
+        (**self).set_policy(t, policy)
+    }
+    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
+        (**self).set_rt_priority(t, prio)
+    }
+    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+        (**self).set_slice(t, slice_ns)
+    }
+    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+        (**self).set_task_group(t, path)
+    }
+    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+        (**self).set_group_shares(path, shares)
+    }
+    fn set_group_quota(
+        &mut self,
+        path: &str,
+        quota_ns: Option<Ns>,
+        period_ns: Ns,
+    ) -> Result<(), String> {
+        (**self).set_group_quota(path, quota_ns, period_ns)
+    }
+    fn update_curr(&mut self, cpu: usize, now: Ns) {
+        (**self).update_curr(cpu, now)
+    }
+    fn enqueue(&mut self, cpu: usize, t: TaskId, wakeup: bool, now: Ns) {
+        (**self).enqueue(cpu, t, wakeup, now)
+    }
+    fn dequeue(&mut self, cpu: usize, t: TaskId, sleep: bool, now: Ns) {
+        (**self).dequeue(cpu, t, sleep, now)
+    }
+    fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
+        (**self).pick_next(cpu, now)
+    }
+    fn put_prev(&mut self, cpu: usize, t: TaskId, now: Ns) {
+        (**self).put_prev(cpu, t, now)
+    }
+    fn yield_task(&mut self, cpu: usize, t: TaskId, now: Ns) {
+        (**self).yield_task(cpu, t, now)
+    }
+    fn cpu_offline(&mut self, cpu: usize) {
+        (**self).cpu_offline(cpu)
+    }
+    fn cpu_online(&mut self, cpu: usize) {
+        (**self).cpu_online(cpu)
+    }
+    fn set_allowed(&mut self, t: TaskId, cpus: &[usize]) {
+        (**self).set_allowed(t, cpus)
+    }
+    fn work(&self) -> Work {
+        (**self).work()
+    }
+    fn tick(&mut self, cpu: usize, now: Ns) -> bool {
+        (**self).tick(cpu, now)
+    }
+    fn check_preempt_wakeup(&mut self, cpu: usize, woken: TaskId, now: Ns) -> bool {
+        (**self).check_preempt_wakeup(cpu, woken, now)
+    }
+    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize {
+        (**self).select_task_rq(t, prev, allowed)
+    }
+    fn nr_running(&self, cpu: usize) -> usize {
+        (**self).nr_running(cpu)
+    }
+    fn curr(&self, cpu: usize) -> Option<TaskId> {
+        (**self).curr(cpu)
+    }
+    fn queued(&self, cpu: usize) -> Vec<TaskId> {
+        (**self).queued(cpu)
+    }
+    fn balance(
+        &mut self,
+        cpu: usize,
+        now: Ns,
+        idle: bool,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+    ) -> Vec<(TaskId, usize)> {
+        (**self).balance(cpu, now, idle, allowed)
     }
 }

@@ -21,15 +21,25 @@
 //! **Architecture invariant:** the simulator never reads the wall clock;
 //! simulated time is integer nanoseconds.
 
+pub mod bfs;
 pub mod classes;
 pub mod engine;
 pub mod fair;
 pub mod hist;
+pub mod host;
 pub mod json;
 pub mod kernel;
+pub mod linux24;
 pub mod machine;
+pub mod mlq;
+pub mod models;
+pub mod o1;
 pub mod output;
+pub mod papers;
 pub mod platform;
+pub mod policy;
 pub mod report;
 pub mod rt;
 pub mod rtapp;
+pub mod runq;
+pub mod runqueue_chart;

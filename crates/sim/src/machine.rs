@@ -26,6 +26,27 @@ pub struct Platform {
     pub hz: u32,
     /// CPU hot-plug: at (ns), CPU, online or not.
     pub hotplug: Vec<(Ns, usize, bool)>,
+    /// CPUs offline when the machine starts (a phone at rest).
+    pub offline: Vec<usize>,
+    /// A hot-plug governor, as phones run (paper 003).
+    pub governor: Option<Governor>,
+}
+
+/// A load-driven CPU hot-plug governor, after the phone governors of
+/// paper 003's era (Exynos `pegasusq`, Tegra `auto-hotplug`): every
+/// `period`, it looks at the online CPUs' busy fraction over the period
+/// and the runnable threads now. A CPU comes online (the lowest offline
+/// one) after `up_samples` periods in a row with busy ≥ `up_util` *and*
+/// more runnable threads than online CPUs — load the online CPUs cannot
+/// take; the highest online CPU (never CPU 0) goes offline after
+/// `down_samples` periods in a row with busy < `down_util`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Governor {
+    pub period: Ns,
+    pub up_util: f64,
+    pub up_samples: u32,
+    pub down_util: f64,
+    pub down_samples: u32,
 }
 
 impl Platform {
@@ -35,6 +56,8 @@ impl Platform {
             capacities: vec![1024; n],
             hz: 250,
             hotplug: Vec::new(),
+            offline: Vec::new(),
+            governor: None,
         }
     }
 }
@@ -48,8 +71,19 @@ pub struct TaskStats {
     /// Wake-up latency (woken → running), ns.
     pub wakeup_latency: Histogram,
     pub migrations: u64,
+    /// Times it was taken off its CPU while still runnable (the kernel's
+    /// `nonvoluntary_ctxt_switches`).
     pub preemptions: u64,
+    /// Times it was put on a CPU (`schedstat` field 3, timeslices).
     pub switches: u64,
+    /// Times it blocked (`voluntary_ctxt_switches`).
+    pub sleeps: u64,
+    /// Time spent runnable but waiting on a run queue, ns (`schedstat`
+    /// field 2, `run_delay`: added when the task reaches a CPU, as
+    /// `sched_info_arrive` does).
+    pub wait_ns: Ns,
+    /// When its program ended.
+    pub exited_at: Option<Ns>,
     /// rt-app's slack at each timer: expiry − the moment the thread got to
     /// it (negative: it was late), ns.
     pub slack: SignedHistogram,
@@ -87,6 +121,16 @@ pub struct LogLine {
     pub wu_lat: Ns,
 }
 
+/// What a simulated thread is doing, as a sampler sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    Runnable,
+    Running,
+    /// Blocked, sleeping, or not started yet.
+    Sleeping,
+    Exited,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Runnable,
@@ -102,6 +146,8 @@ enum Ev {
     RunDone(TaskId, u64),
     Wake(TaskId, u64),
     Hotplug(usize, bool),
+    /// The hot-plug governor samples.
+    Governor,
     /// An idle CPU picks a task (after a wake-up).
     Schedule(usize),
     /// The CPU's current task yields to a woken one.
@@ -132,6 +178,10 @@ struct Task {
     /// Bumped whenever a scheduled RunDone or Wake becomes stale.
     gen: u64,
     woke_at: Option<Ns>,
+    /// Since when it is runnable and not running.
+    ready_since: Ns,
+    /// Its nice value now.
+    nice: i32,
     /// A mutex to take before going on (after a `wait` was signalled).
     relock: Option<u32>,
     stats: TaskStats,
@@ -189,6 +239,32 @@ pub struct Machine<K: SchedClass> {
     wake_marks: Vec<(Ns, TaskId, usize)>,
     /// Time each pair of tasks spent queued on the same CPU, when tracked.
     sharing: Option<Sharing>,
+    /// Tasks whose wake-ups stop `run_until`, and whether one woke.
+    watched: Vec<bool>,
+    watched_woke: Option<TaskId>,
+    /// The hot-plug governor's state.
+    gov: GovState,
+    /// Paper 001's boost per task: (nice while awake, own nice).
+    wake_boost: Vec<Option<(i32, i32)>>,
+}
+
+#[derive(Debug, Default)]
+struct GovState {
+    busy_at: Vec<Ns>,
+    up: u32,
+    down: u32,
+}
+
+impl Machine<crate::classes::Classes<crate::fair::Fair>> {
+    /// Marks `t` as an input-handling task for paper 001's balancing
+    /// ([`crate::fair::Fair::set_interactive`]).
+    pub fn set_interactive(&mut self, t: TaskId, on: bool) -> Result<(), String> {
+        if t >= self.tasks.len() {
+            return Err(format!("no task {t}"));
+        }
+        self.k.fair.set_interactive(t, on);
+        Ok(())
+    }
 }
 
 /// Who shares each CPU's run queue, and for how long pairs did.
@@ -296,6 +372,7 @@ impl<K: SchedClass> Machine<K> {
                     k.set_task_group(id, g)
                         .map_err(|e| format!("task {:?}: {e}", t.name))?;
                 }
+                k.set_allowed(id, &allowed);
                 tasks.push(Task {
                     spec,
                     state: State::Blocked,
@@ -312,6 +389,8 @@ impl<K: SchedClass> Machine<K> {
                     run_start: 0,
                     gen: 0,
                     woke_at: None,
+                    ready_since: 0,
+                    nice: if t.policy.is_rt() { 0 } else { t.priority },
                     relock: None,
                     on_cpu_since: 0,
                     iter_start: None,
@@ -343,6 +422,35 @@ impl<K: SchedClass> Machine<K> {
             }
             q.at(at, Ev::Hotplug(cpu, on));
         }
+        if let Some(g) = &platform.governor {
+            if g.period == 0 {
+                return Err("the hot-plug governor's period must be above 0".into());
+            }
+            q.at(g.period, Ev::Governor);
+        }
+        let mut online = vec![true; ncpus];
+        for &cpu in &platform.offline {
+            if cpu >= ncpus {
+                return Err(format!("CPU {cpu} offline, but there are {ncpus} CPUs"));
+            }
+            online[cpu] = false;
+        }
+        if !online.iter().any(|&o| o) {
+            return Err("at least one CPU must be online at the start".into());
+        }
+        // Tasks start on an online CPU they may use (any online CPU when
+        // none of theirs is, as select_fallback_rq does).
+        for t in tasks.iter_mut() {
+            if !online[t.cpu] {
+                t.cpu = t
+                    .allowed
+                    .iter()
+                    .copied()
+                    .find(|&c| online[c])
+                    .or_else(|| online.iter().position(|&o| o))
+                    .expect("a CPU is online");
+            }
+        }
         let tick = 1_000_000_000 / platform.hz.max(1) as u64;
         for cpu in 0..ncpus {
             q.at(tick, Ev::Tick(cpu));
@@ -351,6 +459,7 @@ impl<K: SchedClass> Machine<K> {
             .into_iter()
             .map(|n| (n.max(1), Vec::new()))
             .collect();
+        let ntasks = tasks.len();
         Ok(Machine {
             q,
             k,
@@ -365,7 +474,7 @@ impl<K: SchedClass> Machine<K> {
             barriers,
             ticks: vec![0; ncpus],
             ticking: vec![true; ncpus],
-            online: vec![true; ncpus],
+            online,
             cpu_busy: vec![0; ncpus],
             exited: 0,
             scratch: Vec::new(),
@@ -373,6 +482,13 @@ impl<K: SchedClass> Machine<K> {
             slices: Vec::new(),
             wake_marks: Vec::new(),
             sharing: None,
+            watched: vec![false; ntasks],
+            watched_woke: None,
+            wake_boost: vec![None; ntasks],
+            gov: GovState {
+                busy_at: vec![0; ncpus],
+                ..Default::default()
+            },
         })
     }
 
@@ -456,8 +572,15 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
-    /// Sets a cgroup's `cpu.shares` (before running).
+    /// Sets a cgroup's `cpu.shares`, before running or now (the running
+    /// tasks are charged at their old weights first).
     pub fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+        let now = self.now();
+        for cpu in 0..self.online.len() {
+            if self.k.curr(cpu).is_some() {
+                self.k.update_curr(cpu, now);
+            }
+        }
         self.k.set_group_shares(path, shares)
     }
 
@@ -496,6 +619,7 @@ impl<K: SchedClass> Machine<K> {
         let cpu = self.tasks[t].cpu;
         self.k.update_curr(cpu, now);
         self.k.set_nice(t, nice);
+        self.tasks[t].nice = nice;
     }
 
     /// Confines task `t` to `cpus` (its cpuset; `None` lifts it), now. A
@@ -512,6 +636,7 @@ impl<K: SchedClass> Machine<K> {
         let task = &mut self.tasks[t];
         task.cpuset = cpus;
         task.allowed = effective(&task.affinity, task.cpuset.as_deref());
+        self.k.set_allowed(t, &task.allowed);
         let cpu = task.cpu;
         if self.may_use(t, cpu) {
             return Ok(());
@@ -544,6 +669,7 @@ impl<K: SchedClass> Machine<K> {
         self.end_run(t, cpu);
         self.tasks[t].gen += 1;
         self.tasks[t].state = State::Runnable;
+        self.tasks[t].ready_since = now;
         self.k.put_prev(cpu, t, now);
     }
 
@@ -579,8 +705,13 @@ impl<K: SchedClass> Machine<K> {
         self.k.set_group_quota(path, quota_ns, period_ns)
     }
 
-    /// Runs until `end` (simulated ns) or until nothing is left to happen.
-    pub fn run_until(&mut self, end: Ns) {
+    /// Runs until `end` (simulated ns) or until nothing is left to happen;
+    /// true when it got there, false when it stopped early because a
+    /// watched task woke ([`Machine::watch_wakeups`]; the clock is then at
+    /// the wake-up, and what the wake-up set in motion at that instant —
+    /// a preemption, a pick — is still to come).
+    pub fn run_until(&mut self, end: Ns) -> bool {
+        let mut stopped = false;
         while let Some(at) = self.q.peek_time() {
             if at > end {
                 break;
@@ -596,6 +727,7 @@ impl<K: SchedClass> Machine<K> {
                 }
                 Ev::Wake(t, gen) if gen == self.tasks[t].gen => self.wake(t),
                 Ev::Hotplug(cpu, on) => self.hotplug(cpu, on),
+                Ev::Governor => self.governor(),
                 Ev::Schedule(cpu) => self.schedule(cpu),
                 Ev::Preempt(cpu) => self.preempt(cpu),
                 _ => {}
@@ -605,8 +737,13 @@ impl<K: SchedClass> Machine<K> {
             if self.exited == self.tasks.len() {
                 break;
             }
+            if self.watched_woke.is_some() {
+                stopped = true;
+                break;
+            }
         }
-        // Charge what is running up to the end.
+        // Charge what is running up to the end (or the stop).
+        let end = if stopped { self.q.now() } else { end };
         for cpu in 0..self.platform.capacities.len() {
             if let Some(s) = self.sharing.as_mut() {
                 s.settle(cpu, end.max(s.since[cpu]));
@@ -614,13 +751,101 @@ impl<K: SchedClass> Machine<K> {
             if let Some(c) = self.k.curr(cpu) {
                 let now = end.max(self.q.now());
                 self.end_run_at(c, cpu, now);
-                let t = &mut self.tasks[c];
-                let ran = now.saturating_sub(t.run_start);
-                t.stats.cpu_ns += ran;
-                t.run_start = now;
-                self.cpu_busy[cpu] += ran;
+                self.charge_at(c, now);
             }
         }
+        !stopped
+    }
+
+    /// Makes [`Machine::run_until`] stop whenever task `t` wakes up (a
+    /// resource manager acts on it at that instant: a boost from the
+    /// framework that delivered the event waking it).
+    pub fn watch_wakeups(&mut self, t: TaskId) {
+        self.watched[t] = true;
+    }
+
+    /// Paper 001's kernel boost: from now on `t` takes nice `boost` each
+    /// time it wakes and gets its own nice value back when it blocks (the
+    /// framework named it through a new system call; the scheduler raises
+    /// it for the duration of each event). `None` ends it.
+    pub fn boost_on_wake(&mut self, t: TaskId, boost: Option<i32>) {
+        self.wake_boost[t] = boost.map(|b| (b, self.tasks[t].nice));
+    }
+
+    /// The watched task whose wake-up stopped the last `run_until`.
+    pub fn take_watched_wakeup(&mut self) -> Option<TaskId> {
+        self.watched_woke.take()
+    }
+
+    /// Runs until `end` as [`Machine::run_until`] does, then sets the
+    /// clock to `end`, so that what a resource manager does next happens
+    /// at `end` (the clock stays behind only when every task has exited
+    /// with events still pending).
+    /// Returns false when a watched task woke first (the clock is then at
+    /// the wake-up).
+    pub fn advance_to(&mut self, end: Ns) -> bool {
+        if !self.run_until(end) {
+            return false;
+        }
+        self.q.advance_to(end);
+        true
+    }
+
+    /// Number of simulated threads.
+    pub fn ntasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// What `t` is doing now.
+    pub fn task_state(&self, t: TaskId) -> TaskState {
+        match self.tasks[t].state {
+            State::Runnable => TaskState::Runnable,
+            State::Running => TaskState::Running,
+            State::Blocked => TaskState::Sleeping,
+            State::Exited => TaskState::Exited,
+        }
+    }
+
+    /// The CPU `t` runs on, or last ran on.
+    pub fn task_cpu(&self, t: TaskId) -> usize {
+        self.tasks[t].cpu
+    }
+
+    /// `t`'s nice value now.
+    pub fn task_nice(&self, t: TaskId) -> i32 {
+        self.tasks[t].nice
+    }
+
+    /// `t`'s own affinity (its rt-app `cpus`, else every CPU), before any
+    /// cpuset.
+    pub fn task_affinity(&self, t: TaskId) -> &[usize] {
+        &self.tasks[t].affinity
+    }
+
+    /// The CPUs `t` may use: its affinity within its cpuset.
+    pub fn task_allowed(&self, t: TaskId) -> &[usize] {
+        &self.tasks[t].allowed
+    }
+
+    /// `t`'s figures so far (CPU time charged up to the last event, or to
+    /// the end of the last [`Machine::run_until`]).
+    pub fn task_stats(&self, t: TaskId) -> &TaskStats {
+        &self.tasks[t].stats
+    }
+
+    /// Which CPUs are online.
+    pub fn online(&self) -> &[bool] {
+        &self.online
+    }
+
+    /// The platform the machine was built with.
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    /// The workload.
+    pub fn workload(&self) -> &Workload {
+        &self.work
     }
 
     /// Busy time of each CPU so far.
@@ -648,6 +873,12 @@ impl<K: SchedClass> Machine<K> {
         &self.k
     }
 
+    /// The model's scheduling work so far (picks, tasks examined, queue
+    /// operations).
+    pub fn work(&self) -> crate::kernel::Work {
+        self.k.work()
+    }
+
     fn now(&self) -> Ns {
         self.q.now()
     }
@@ -664,7 +895,11 @@ impl<K: SchedClass> Machine<K> {
 
     /// Charges a running task's progress since it started running.
     fn charge(&mut self, t: TaskId) {
-        let now = self.now();
+        self.charge_at(t, self.now());
+    }
+
+    /// [`Machine::charge`] up to `now`.
+    fn charge_at(&mut self, t: TaskId, now: Ns) {
         let cpu = self.tasks[t].cpu;
         let cap = self.platform.capacities[cpu] as u64;
         let task = &mut self.tasks[t];
@@ -738,9 +973,18 @@ impl<K: SchedClass> Machine<K> {
         self.usable_into(t, &mut allowed);
         let cpu = self.k.select_task_rq(t, prev, &allowed);
         self.scratch = allowed;
+        if let Some((boost, _)) = self.wake_boost[t] {
+            self.k.set_nice(t, boost);
+            self.tasks[t].nice = boost;
+        }
         let task = &mut self.tasks[t];
         task.state = State::Runnable;
+        task.ready_since = now;
         task.woke_at = Some(now);
+        if self.watched[t] {
+            self.watched_woke = Some(t);
+        }
+        let task = &mut self.tasks[t];
         task.stats.wakeups += 1;
         if cpu != prev {
             task.stats.migrations += 1;
@@ -774,6 +1018,7 @@ impl<K: SchedClass> Machine<K> {
             let task = &mut self.tasks[c];
             task.gen += 1;
             task.state = State::Runnable;
+            task.ready_since = now;
             self.k.put_prev(cpu, c, now);
             let next = self.k.pick_next(cpu, now);
             if next != Some(c) {
@@ -847,6 +1092,7 @@ impl<K: SchedClass> Machine<K> {
         }
         if on {
             self.online[cpu] = true;
+            self.k.cpu_online(cpu);
             return;
         }
         if self.online.iter().filter(|&&o| o).count() == 1 {
@@ -860,6 +1106,7 @@ impl<K: SchedClass> Machine<K> {
             self.tasks[c].gen += 1;
             self.k.put_prev(cpu, c, now);
             self.tasks[c].state = State::Runnable;
+            self.tasks[c].ready_since = now;
         }
         self.k.cpu_offline(cpu);
         for t in self.k.queued(cpu) {
@@ -871,6 +1118,44 @@ impl<K: SchedClass> Machine<K> {
             self.wake(t);
             self.tasks[t].stats.wakeups -= 1;
         }
+    }
+
+    /// One look of the hot-plug governor ([`Governor`]).
+    fn governor(&mut self) {
+        let Some(g) = self.platform.governor.clone() else {
+            return;
+        };
+        let now = self.now();
+        // Busy time up to now, running tasks included.
+        for cpu in 0..self.online.len() {
+            if let Some(c) = self.k.curr(cpu) {
+                self.charge(c);
+            }
+        }
+        let online: Vec<usize> = (0..self.online.len()).filter(|&c| self.online[c]).collect();
+        let busy: Ns = online
+            .iter()
+            .map(|&c| self.cpu_busy[c] - self.gov.busy_at[c])
+            .sum();
+        let util = busy as f64 / (g.period as f64 * online.len() as f64);
+        let runnable: usize = online.iter().map(|&c| self.k.nr_running(c)).sum();
+        self.gov.busy_at.clone_from(&self.cpu_busy);
+        let up = util >= g.up_util && runnable > online.len();
+        let down = util < g.down_util;
+        self.gov.up = if up { self.gov.up + 1 } else { 0 };
+        self.gov.down = if down { self.gov.down + 1 } else { 0 };
+        if self.gov.up >= g.up_samples {
+            if let Some(c) = (0..self.online.len()).find(|&c| !self.online[c]) {
+                self.hotplug(c, true);
+                self.gov.up = 0;
+            }
+        } else if self.gov.down >= g.down_samples && online.len() > 1 {
+            if let Some(&c) = online.iter().rev().find(|&&c| c != 0) {
+                self.hotplug(c, false);
+                self.gov.down = 0;
+            }
+        }
+        self.q.at(now + g.period, Ev::Governor);
     }
 
     /// What must hold after every event (test builds): no task runs on an
@@ -954,6 +1239,7 @@ impl<K: SchedClass> Machine<K> {
         }
         task.state = State::Running;
         task.stats.switches += 1;
+        task.stats.wait_ns += now - task.ready_since;
         self.restart_tick(cpu);
         let task = &mut self.tasks[t];
         task.run_start = now;
@@ -984,6 +1270,10 @@ impl<K: SchedClass> Machine<K> {
         task.gen += 1;
         self.cpu_busy[cpu] += ran;
         self.exited += exited as usize;
+        task.stats.sleeps += !exited as u64;
+        if exited {
+            task.stats.exited_at = Some(now);
+        }
         task.state = if exited {
             State::Exited
         } else {
@@ -991,6 +1281,10 @@ impl<K: SchedClass> Machine<K> {
         };
         self.end_run(t, cpu);
         self.k.dequeue(cpu, t, !exited, now);
+        if let Some((_, own)) = self.wake_boost[t] {
+            self.k.set_nice(t, own);
+            self.tasks[t].nice = own;
+        }
         self.leave(cpu, t);
         self.schedule(cpu);
     }
@@ -1076,6 +1370,7 @@ impl<K: SchedClass> Machine<K> {
                 task.affinity = (0..ncpus).collect();
             }
             task.allowed = effective(&task.affinity, task.cpuset.as_deref());
+            self.k.set_allowed(t, &task.allowed);
         }
     }
 

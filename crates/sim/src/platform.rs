@@ -5,11 +5,27 @@
 //! hz = 250                              # CONFIG_HZ
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
+//! offline = [2, 3]                      # CPUs offline at the start
+//!
+//! [governor]                            # a load-driven hot-plug governor
+//! period_ms = 50                        # (machine::Governor)
+//! up_util = 0.8
+//! up_samples = 2
+//! down_util = 0.2
+//! down_samples = 20
 //!
 //! [groups."/bg"]                        # cpu controller groups
 //! shares = 52
 //! quota_us = 50000                      # CPU bandwidth: quota per period
 //! period_us = 100000
+//!
+//! [[boost]]                             # for `--policy corral`: the framework
+//! task = "handler"                      # asks corral to boost this rt-app task
+//! at = "1s"                             # at 1 s,
+//! every = "200ms"                       # then every 200 ms (optional), or
+//! # on_wake = true                      # at each of its wake-ups from `at` on
+//! until = "9s"                          # up to 9 s (optional)
+//! max_ms = 250                          # the request's cap (optional)
 //! ```
 //!
 //! Unknown keys are refused, with the file, line and key.
@@ -46,6 +62,33 @@ struct File {
     hotplug: Vec<String>,
     #[serde(default)]
     groups: BTreeMap<String, GroupSpec>,
+    #[serde(default)]
+    boost: Vec<BoostEntry>,
+    #[serde(default)]
+    offline: Vec<usize>,
+    governor: Option<GovernorEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GovernorEntry {
+    period_ms: f64,
+    up_util: f64,
+    up_samples: u32,
+    down_util: f64,
+    down_samples: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoostEntry {
+    task: String,
+    at: String,
+    every: Option<String>,
+    #[serde(default)]
+    on_wake: bool,
+    until: Option<String>,
+    max_ms: Option<u64>,
 }
 
 /// What a platform file describes.
@@ -54,6 +97,8 @@ pub struct PlatformSpec {
     pub platform: Platform,
     pub kernel: Option<String>,
     pub groups: BTreeMap<String, GroupSpec>,
+    /// Boosts the framework asks corral for (`--policy corral`).
+    pub boosts: Vec<crate::policy::BoostScript>,
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -95,8 +140,14 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
         return Err(at("hz", format!("{hz} is not a CONFIG_HZ (100 to 1000)")));
     }
     if let Some(k) = &f.kernel {
-        if k != "cfs" && k != "eevdf" {
-            return Err(at("kernel", format!("{k:?} is not \"cfs\" or \"eevdf\"")));
+        if k != "cfs" && k != "eevdf" && crate::models::old_model(k, 1, hz).is_err() {
+            return Err(at(
+                "kernel",
+                format!(
+                    "{k:?} is not a kernel model (cfs, eevdf, {})",
+                    crate::models::OLD_MODELS
+                ),
+            ));
         }
     }
     let n = capacities.len();
@@ -118,14 +169,70 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
             return Err(at("shares", format!("{path}: 2 to 262144")));
         }
     }
+    if let Some(c) = f.offline.iter().find(|&&c| c >= n) {
+        return Err(at("offline", format!("CPU {c} does not exist ({n} CPUs)")));
+    }
+    if f.offline.len() >= n {
+        return Err(at("offline", "at least one CPU must stay online".into()));
+    }
+    let governor = match &f.governor {
+        None => None,
+        Some(g) => {
+            if !(g.period_ms > 0.0 && g.period_ms <= 10_000.0) {
+                return Err(at("period_ms", "0 to 10000 ms".into()));
+            }
+            for (key, v) in [("up_util", g.up_util), ("down_util", g.down_util)] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(at(key, format!("{v} is not a fraction 0 to 1")));
+                }
+            }
+            if g.up_samples == 0 || g.down_samples == 0 {
+                return Err(at("up_samples", "samples are at least 1".into()));
+            }
+            Some(crate::machine::Governor {
+                period: (g.period_ms * 1e6) as Ns,
+                up_util: g.up_util,
+                up_samples: g.up_samples,
+                down_util: g.down_util,
+                down_samples: g.down_samples,
+            })
+        }
+    };
+    let mut boosts = Vec::new();
+    for b in &f.boost {
+        let time = |key: &str, v: &str| {
+            parse_time(v).ok_or_else(|| at(key, format!("{v:?} is not a time (e.g. 1s, 200ms)")))
+        };
+        let every = b.every.as_deref().map(|v| time("every", v)).transpose()?;
+        if every == Some(0) {
+            return Err(at("every", "must be above 0".into()));
+        }
+        if every.is_some() && b.on_wake {
+            return Err(at(
+                "on_wake",
+                "give either every or on_wake, not both".into(),
+            ));
+        }
+        boosts.push(crate::policy::BoostScript {
+            task: b.task.clone(),
+            at: time("at", &b.at)?,
+            every,
+            on_wake: b.on_wake,
+            until: b.until.as_deref().map(|v| time("until", v)).transpose()?,
+            max_ms: b.max_ms,
+        });
+    }
     Ok(PlatformSpec {
         platform: Platform {
             capacities,
             hz,
             hotplug,
+            offline: f.offline,
+            governor,
         },
         kernel: f.kernel,
         groups: f.groups,
+        boosts,
     })
 }
 
@@ -136,18 +243,7 @@ pub fn parse_hotplug(spec: &str, ncpus: usize) -> Result<Vec<(Ns, usize, bool)>,
         .map(|item| {
             let bad = || format!("{item:?} is not TIME:cpuN=on|off (e.g. 2s:cpu1=off)");
             let (t, what) = item.trim().split_once(':').ok_or_else(bad)?;
-            let ns = if let Some(ms) = t.strip_suffix("ms") {
-                ms.parse::<f64>().map_err(|_| bad())? * 1e6
-            } else {
-                t.strip_suffix('s')
-                    .unwrap_or(t)
-                    .parse::<f64>()
-                    .map_err(|_| bad())?
-                    * 1e9
-            };
-            if ns.is_nan() || ns < 0.0 {
-                return Err(bad());
-            }
+            let ns = parse_time(t).ok_or_else(bad)?;
             let (cpu, state) = what.split_once('=').ok_or_else(bad)?;
             let cpu: usize = cpu
                 .strip_prefix("cpu")
@@ -162,9 +258,25 @@ pub fn parse_hotplug(spec: &str, ncpus: usize) -> Result<Vec<(Ns, usize, bool)>,
                 "off" => false,
                 _ => return Err(bad()),
             };
-            Ok((ns as Ns, cpu, on))
+            Ok((ns, cpu, on))
         })
         .collect()
+}
+
+/// A time: "2s", "2500ms", "300us", or bare seconds ("1.5").
+pub fn parse_time(t: &str) -> Option<Ns> {
+    let t = t.trim();
+    let (num, scale) = if let Some(v) = t.strip_suffix("ms") {
+        (v, 1e6)
+    } else if let Some(v) = t.strip_suffix("us") {
+        (v, 1e3)
+    } else if let Some(v) = t.strip_suffix('s') {
+        (v, 1e9)
+    } else {
+        (t, 1e9)
+    };
+    let v = num.trim().parse::<f64>().ok()? * scale;
+    (v.is_finite() && v >= 0.0).then_some(v.round() as Ns)
 }
 
 /// The kernel models a platform can run.
@@ -205,6 +317,23 @@ pub fn build(
     Ok(m)
 }
 
+/// The machine a platform describes under one of the older run-queue
+/// models ([`crate::models::old_model`]: Linux 2.4, paper 004's
+/// multi-level queue, O(1), BFS). They have no group scheduling: a
+/// platform with groups is refused.
+pub fn build_old(
+    work: crate::rtapp::Workload,
+    spec: &PlatformSpec,
+    model: &str,
+) -> Result<crate::machine::Machine<Box<dyn crate::kernel::SchedClass>>, String> {
+    let n = spec.platform.capacities.len();
+    let k = crate::models::old_model(model, n, spec.platform.hz)?;
+    if let Some(g) = spec.groups.keys().next() {
+        return Err(format!("{model}: no group scheduling (group {g})"));
+    }
+    crate::machine::Machine::new(spec.platform.clone(), work, k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +360,22 @@ quota_us = 50000
         );
         assert_eq!(p.groups["/bg"].period_us, 100_000);
         assert_eq!(p.kernel.as_deref(), Some("cfs"));
+        let p = parse(
+            "cpus = 2\n[[boost]]\ntask = \"h\"\nat = \"1s\"\nevery = \"200ms\"\nmax_ms = 90\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            p.boosts,
+            vec![crate::policy::BoostScript {
+                task: "h".into(),
+                at: 1_000_000_000,
+                every: Some(200_000_000),
+                until: None,
+                max_ms: Some(90),
+                on_wake: false,
+            }]
+        );
     }
 
     #[test]
@@ -243,5 +388,11 @@ quota_us = 50000
         assert_eq!(e, "p.toml:2: hotplug: CPU 5 does not exist (2 CPUs)");
         let e = parse("cpus = 1\n[groups.\"/g\"]\nshares = 1\n", "p.toml").unwrap_err();
         assert_eq!(e, "p.toml:3: shares: /g: 2 to 262144");
+        let e = parse(
+            "cpus = 1\n[[boost]]\ntask = \"x\"\nat = \"soon\"\n",
+            "p.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e, "p.toml:4: at: \"soon\" is not a time (e.g. 1s, 200ms)");
     }
 }

@@ -27,7 +27,7 @@
 //!   "RT first, fair at the end of the period".)
 
 use crate::engine::Ns;
-use crate::kernel::TaskId;
+use crate::kernel::{TaskId, Work};
 use crate::rtapp::Policy;
 use std::collections::VecDeque;
 
@@ -137,6 +137,8 @@ pub struct Rt {
     waiting: usize,
     tasks: Vec<RtTask>,
     bw: RtBandwidth,
+    /// Picks (one task looked at: the first list's head), queue operations.
+    work: Work,
 }
 
 impl Rt {
@@ -152,6 +154,7 @@ impl Rt {
             tasks: Vec::new(),
             waiting: 0,
             bw,
+            work: Work::default(),
         }
     }
 
@@ -197,6 +200,7 @@ impl Rt {
     }
 
     pub fn enqueue(&mut self, cpu: usize, t: TaskId, head: bool) {
+        self.work.enqueues += 1;
         let l = self.list(t);
         let rq = &mut self.rqs[cpu];
         rq.push(l, t, head);
@@ -214,6 +218,7 @@ impl Rt {
     }
 
     pub fn dequeue(&mut self, cpu: usize, t: TaskId, now: Ns) {
+        self.work.dequeues += 1;
         if self.rqs[cpu].curr == Some(t) {
             self.charge(cpu, now);
             self.rqs[cpu].curr = None;
@@ -243,11 +248,13 @@ impl Rt {
     /// class has something to run (throttling only holds RT back for it,
     /// unless `idle_when_throttled`).
     pub fn pick_next(&mut self, cpu: usize, now: Ns, fair_waiting: bool) -> Option<TaskId> {
+        self.work.picks += 1;
         if !self.refresh(cpu, now) && (fair_waiting || self.bw.idle_when_throttled) {
             return None;
         }
         let rq = &mut self.rqs[cpu];
         let t = rq.pop_first()?;
+        self.work.examined += 1;
         self.waiting -= 1;
         rq.curr = Some(t);
         rq.exec_start = now;
@@ -314,6 +321,11 @@ impl Rt {
 
     pub fn curr(&self, cpu: usize) -> Option<TaskId> {
         self.rqs[cpu].curr
+    }
+
+    /// The class's scheduling work so far.
+    pub fn work(&self) -> Work {
+        self.work
     }
 
     pub fn nr_running(&self, cpu: usize) -> usize {

@@ -43,6 +43,7 @@ fn every_debian_rt_app_example_parses_or_names_the_unsupported_key() {
                         platform: Platform::uniform(2),
                         kernel: None,
                         groups: Default::default(),
+                        boosts: Vec::new(),
                     };
                     let mut m =
                         build(w.clone(), &spec, f).unwrap_or_else(|e| panic!("{name}: {e}"));

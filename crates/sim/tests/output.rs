@@ -11,6 +11,7 @@ fn spec(cpus: usize) -> PlatformSpec {
         platform: Platform::uniform(cpus),
         kernel: None,
         groups: Default::default(),
+        boosts: Vec::new(),
     }
 }
 

@@ -3,8 +3,10 @@
 use crate::args::SimArgs;
 use crate::table::Table;
 use anyhow::{bail, Context};
+use corral_sim::host::SimHost;
 use corral_sim::machine::Platform;
 use corral_sim::platform::{self, GroupSpec, PlatformSpec};
+use corral_sim::policy::{self, PolicyReport};
 use corral_sim::report::{summarise, Summary};
 use corral_sim::{output, rtapp};
 use std::process::ExitCode;
@@ -46,6 +48,7 @@ fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
             platform: Platform::uniform(2),
             kernel: None,
             groups: Default::default(),
+            boosts: Vec::new(),
         },
     };
     if let Some(n) = args.cpus {
@@ -98,6 +101,9 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     if args.bench {
         return bench();
     }
+    if let Some(which) = &args.paper {
+        return papers(which, args.report.as_deref(), args.json);
+    }
     let path = args.workload.as_ref().context("no workload given")?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -108,7 +114,6 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or(spec.kernel.clone())
         .unwrap_or_else(|| "eevdf".into());
-    let flavour = platform::flavour(&kernel).context("--kernel is cfs or eevdf")?;
     let secs = args.duration.or(work.duration_s).unwrap_or(10.0);
     anyhow::ensure!(
         secs > 0.0 && secs <= 1e6,
@@ -119,8 +124,32 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let ntasks: u64 = work.tasks.iter().map(|t| t.instances as u64).sum();
-    let mut m = platform::build(work, &spec, flavour).map_err(anyhow::Error::msg)?;
     let recording = args.trace.is_some() || args.svg.is_some() || args.log_dir.is_some();
+    let end = (secs * 1e9) as u64;
+    let corral = args.policy.as_deref() == Some("corral");
+    anyhow::ensure!(
+        corral || spec.boosts.is_empty(),
+        "the platform scripts boosts, which only --policy corral acts on"
+    );
+    let Some(flavour) = platform::flavour(&kernel) else {
+        // An older run-queue model (Linux 2.4, MLQ, O(1), BFS).
+        anyhow::ensure!(
+            !corral,
+            "--policy corral needs group scheduling: use --kernel eevdf or cfs, not {kernel}"
+        );
+        let mut m = platform::build_old(work, &spec, &kernel).map_err(anyhow::Error::msg)?;
+        if recording {
+            m.record();
+        }
+        if ntasks <= 64 {
+            m.track_sharing();
+        }
+        let t0 = Instant::now();
+        m.run_until(end);
+        let wall = t0.elapsed().as_secs_f64();
+        return finish(&m, args, secs, window, wall, None);
+    };
+    let mut m = platform::build(work, &spec, flavour).map_err(anyhow::Error::msg)?;
     if recording {
         m.record();
     }
@@ -128,11 +157,40 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         m.track_sharing();
     }
     let t0 = Instant::now();
-    m.run_until((secs * 1e9) as u64);
+    if corral {
+        let config = match &args.config {
+            Some(f) => super::load_config(f)?,
+            None => corral_core::config::Config::default(),
+        };
+        let (daemon, report) = policy::run(SimHost::new(m), config, &spec.boosts, end, &mut |_| {})
+            .map_err(anyhow::Error::msg)?;
+        let wall = t0.elapsed().as_secs_f64();
+        return finish(
+            daemon.host().machine(),
+            args,
+            secs,
+            window,
+            wall,
+            Some(&report),
+        );
+    }
+    m.run_until(end);
     let wall = t0.elapsed().as_secs_f64();
-    let s = summarise(&m);
+    finish(&m, args, secs, window, wall, None)
+}
+
+/// Writes the outputs asked for and prints the summary.
+fn finish<K: corral_sim::kernel::SchedClass>(
+    m: &corral_sim::machine::Machine<K>,
+    args: &SimArgs,
+    secs: f64,
+    window: Option<(u64, u64)>,
+    wall: f64,
+    report: Option<&PolicyReport>,
+) -> anyhow::Result<ExitCode> {
+    let s = summarise(m);
     if let Some(f) = &args.trace {
-        std::fs::write(f, output::perfetto(&m))
+        std::fs::write(f, output::perfetto(m))
             .with_context(|| format!("cannot write {}", f.display()))?;
         eprintln!(
             "corral sim: trace written to {} (open it in ui.perfetto.dev)",
@@ -141,12 +199,12 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(f) = &args.svg {
         let (from, to) = window.unwrap_or((0, ((secs * 1e9) as u64).min(200_000_000)));
-        std::fs::write(f, output::svg(&m, from, to))
+        std::fs::write(f, output::svg(m, from, to))
             .with_context(|| format!("cannot write {}", f.display()))?;
         eprintln!("corral sim: chart written to {}", f.display());
     }
     if let Some(d) = &args.log_dir {
-        let files = output::rtapp_logs(&m, d)
+        let files = output::rtapp_logs(m, d)
             .with_context(|| format!("cannot write logs into {}", d.display()))?;
         eprintln!(
             "corral sim: {} rt-app logs written to {}",
@@ -157,11 +215,68 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut v = serde_json::to_value(&s)?;
         v["seed"] = args.seed.into();
+        if let Some(r) = report {
+            v["policy"] = policy_json(r);
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     print_summary(&s, wall);
+    let w = m.work();
+    if w.picks > 0 {
+        println!(
+            "Scheduling work: {} picks, {:.2} tasks examined per pick, {} enqueues, {} dequeues{}",
+            w.picks,
+            w.examined as f64 / w.picks as f64,
+            w.enqueues,
+            w.dequeues,
+            if w.removal_scanned > 0 {
+                format!(", {} scanned to remove", w.removal_scanned)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(r) = report {
+        print_policy(r);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn policy_json(r: &PolicyReport) -> serde_json::Value {
+    serde_json::json!({
+        "policy": "corral",
+        "steps": r.steps,
+        "changes": r.changes,
+        "boosts": r.boosts,
+        "boosts_ended": r.boosts_ended,
+        "classes": r.classes,
+        "groups": r.groups,
+        "errors": r.errors.iter().map(|(t, e)| serde_json::json!({"at_s": *t as f64 / 1e9, "error": e})).collect::<Vec<_>>(),
+    })
+}
+
+fn print_policy(r: &PolicyReport) {
+    println!(
+        "corral: {} steps, {} changes applied, {} boosts ({} ended by the daemon), {} errors",
+        r.steps,
+        r.changes,
+        r.boosts,
+        r.boosts_ended,
+        r.errors.len()
+    );
+    let mut t = Table::new(&["TASK", "CLASS", "GROUP"]);
+    for (name, class) in &r.classes {
+        t.row(vec![
+            name.clone(),
+            class.clone(),
+            r.groups.get(name).cloned().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    print!("{}", t.render());
+    for (at, e) in r.errors.iter().take(10) {
+        println!("error at {:.3} s: {e}", *at as f64 / 1e9);
+    }
 }
 
 fn print_summary(s: &Summary, wall: f64) {
@@ -239,6 +354,7 @@ fn timed(
         platform: Platform::uniform(cpus),
         kernel: None,
         groups: Default::default(),
+        boosts: Vec::new(),
     };
     let mut m = platform::build(work, &spec, flavour).map_err(anyhow::Error::msg)?;
     let t0 = Instant::now();
@@ -319,6 +435,91 @@ fn bench() -> anyhow::Result<ExitCode> {
     }
     if let Some(mib) = peak_rss_mib() {
         println!("peak memory: {mib:.1} MiB");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--paper`: the papers' experiments on the simulator.
+fn papers(which: &str, report: Option<&std::path::Path>, json: bool) -> anyhow::Result<ExitCode> {
+    use corral_sim::papers;
+    let ids: Vec<&str> = if which == "all" {
+        papers::IDS.to_vec()
+    } else {
+        vec![which]
+    };
+    let t0 = Instant::now();
+    let mut done = Vec::new();
+    let mut disagreements = 0;
+    for id in ids {
+        let t = Instant::now();
+        if !json {
+            eprintln!("corral sim: paper {id} ...");
+        }
+        let p = papers::run(id).map_err(|e| anyhow::anyhow!("paper {id}: {e}"))?;
+        disagreements += p.claims.iter().filter(|c| !c.holds).count();
+        if !json {
+            println!("\n== Paper {} — {}", p.id, p.title);
+            println!("{}", p.setup);
+            let cols: Vec<&str> = p.header.iter().map(String::as_str).collect();
+            let mut table = Table::new(&cols);
+            for r in &p.rows {
+                table.row(r.clone());
+            }
+            print!("{}", table.render());
+            let mut claims = Table::new(&["CLAIM", "PAPER", "SIMULATED", ""]);
+            for c in &p.claims {
+                claims.row(vec![
+                    c.claim.clone(),
+                    c.paper.clone(),
+                    c.simulated.clone(),
+                    if c.holds { "holds" } else { "DISAGREES" }.into(),
+                ]);
+            }
+            print!("{}", claims.render());
+            println!(
+                "({:.0} s simulated in {:.1} s)",
+                p.simulated_s,
+                t.elapsed().as_secs_f64()
+            );
+        }
+        done.push(p);
+    }
+    if json {
+        let v: Vec<serde_json::Value> = done
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "paper": p.id,
+                    "title": p.title,
+                    "setup": p.setup,
+                    "header": p.header,
+                    "rows": p.rows,
+                    "claims": p.claims.iter().map(|c| serde_json::json!({
+                        "claim": c.claim, "paper": c.paper, "simulated": c.simulated, "holds": c.holds,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "\n{} paper(s) in {:.1} s; {} claim(s) where the simulation disagrees with the paper (findings, listed above)",
+            done.len(),
+            t0.elapsed().as_secs_f64(),
+            disagreements
+        );
+    }
+    if let Some(dir) = report {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let page = dir.join("index.html");
+        std::fs::write(&page, papers::html(&done))
+            .with_context(|| format!("cannot write {}", page.display()))?;
+        for p in &done {
+            let f = dir.join(format!("paper-{}.svg", p.id));
+            std::fs::write(&f, &p.chart)
+                .with_context(|| format!("cannot write {}", f.display()))?;
+        }
+        eprintln!("corral sim: report written to {}", page.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,175 @@
+//! corral's daemon managing a simulated machine, in simulated time.
+//!
+//! [`run`] is `corral_daemon::server::run` with the simulator's clock in
+//! place of the wall clock and a script in place of the socket: a step at
+//! 0 and every `daemon.interval_ms`; while a boost is in force, the boosted
+//! threads are looked at every millisecond; scripted boosts (standing in
+//! for the framework's input dispatcher) reach `Daemon::boost` at their
+//! time, and the owed eviction (`Daemon::settle`) follows at once, as
+//! after a reply. The policy itself is the daemon's: nothing here decides.
+//!
+//! Not modelled: the daemon's own CPU time (≈ 0.4 % of a CPU at a 1 s
+//! interval, measured by `corral lab overhead`) and the ~0.3 ms a boost
+//! request takes live (`corral lab boost-latency`).
+
+use crate::engine::Ns;
+use crate::host::SimHost;
+use crate::kernel::SchedClass;
+use corral_core::config::Config;
+use corral_core::host::Host;
+use corral_daemon::{Caller, Daemon, StepReport};
+use std::collections::BTreeMap;
+
+/// A boost the framework asks for, by task name: at `at`, and then every
+/// `every` (if set), or from `at` on at each of the task's wake-ups (when
+/// `on_wake`: the dispatcher hands it an event, which wakes it), until
+/// `until` (if set).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BoostScript {
+    pub task: String,
+    pub at: Ns,
+    pub every: Option<Ns>,
+    pub on_wake: bool,
+    pub until: Option<Ns>,
+    /// The request's cap (`max_ms`); the configuration's default when unset.
+    pub max_ms: Option<u64>,
+}
+
+/// What the daemon did over a run.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyReport {
+    pub steps: u64,
+    /// Changes applied (group settings, moves, releases, removals).
+    pub changes: usize,
+    /// Errors from steps and boosts, with their simulated time.
+    pub errors: Vec<(Ns, String)>,
+    pub boosts: u64,
+    /// Boosts ended by the daemon (their thread blocked after running, or
+    /// they reached their cap).
+    pub boosts_ended: u64,
+    /// Each managed task's last class (by task name).
+    pub classes: BTreeMap<String, String>,
+    /// Each task's corral group at the end (by task name).
+    pub groups: BTreeMap<String, String>,
+    /// The last step's report.
+    pub last: Option<StepReport>,
+}
+
+/// Runs the machine until `end` with the daemon managing it, and returns
+/// the daemon (holding the host) with the plan still in force, so callers
+/// can read both; `Daemon::shutdown` puts everything back. `observe`
+/// sees the host after every step.
+pub fn run<K: SchedClass>(
+    host: SimHost<K>,
+    config: Config,
+    boosts: &[BoostScript],
+    end: Ns,
+    observe: &mut dyn FnMut(&SimHost<K>),
+) -> Result<(Daemon<SimHost<K>>, PolicyReport), String> {
+    let interval = config.daemon.interval_ms.max(1) * 1_000_000;
+    let mut daemon = Daemon::new(host, config).map_err(|e| e.to_string())?;
+    let mut report = PolicyReport::default();
+    let tids: Vec<Option<u32>> = boosts
+        .iter()
+        .map(|b| daemon.host().task_named(&b.task).map(SimHost::<K>::tid_of))
+        .collect();
+    if let Some(i) = tids.iter().position(Option::is_none) {
+        return Err(format!(
+            "boost script: no task named {:?} in the workload",
+            boosts[i].task
+        ));
+    }
+    let mut next_boost: Vec<Option<Ns>> = boosts
+        .iter()
+        .map(|b| (!b.on_wake).then_some(b.at))
+        .collect();
+    let tasks: Vec<usize> = tids
+        .iter()
+        .map(|t| {
+            daemon
+                .host()
+                .task_of(t.expect("checked above"))
+                .expect("a task")
+        })
+        .collect();
+    for (b, &t) in boosts.iter().zip(&tasks) {
+        if b.on_wake {
+            daemon.host_mut().machine_mut().watch_wakeups(t);
+        }
+    }
+    let mut woken: Option<usize> = None;
+    let mut next_step: Ns = 0;
+    const POLL: Ns = 1_000_000;
+    let root = Caller { uid: 0, pid: 0 };
+    loop {
+        let now = daemon.host().now_ns();
+        if now >= next_step {
+            let r = daemon.step().map_err(|e| e.to_string())?;
+            report.steps += 1;
+            report.changes += r.changes.len();
+            report
+                .errors
+                .extend(r.errors.iter().map(|e| (now, e.clone())));
+            next_step += interval;
+            observe(daemon.host());
+        }
+        // Boosts due now: by the clock, or because their task just woke.
+        for (i, b) in boosts.iter().enumerate() {
+            let due = if b.on_wake {
+                woken == Some(tasks[i]) && now >= b.at && b.until.is_none_or(|u| now <= u)
+            } else {
+                next_boost[i].is_some_and(|at| at <= now)
+            };
+            if !due {
+                continue;
+            }
+            let at = next_boost[i].unwrap_or(now);
+            let tid = tids[i].expect("checked above");
+            match daemon.boost(tid, b.max_ms, root) {
+                Ok(_) => report.boosts += 1,
+                Err(e) => report.errors.push((now, format!("boost {}: {e}", b.task))),
+            }
+            daemon.settle();
+            next_boost[i] = (!b.on_wake)
+                .then_some(())
+                .and(b.every)
+                .map(|e| at + e.max(1))
+                .filter(|&n| b.until.is_none_or(|u| n <= u));
+        }
+        if now >= end {
+            break;
+        }
+        let mut next = next_step.min(end);
+        if let Some(b) = next_boost.iter().flatten().min() {
+            next = next.min(*b);
+        }
+        if daemon.has_boosts() {
+            next = next.min(now + POLL);
+        }
+        let m = daemon.host_mut().machine_mut();
+        woken = if m.advance_to(next.max(now + 1)) {
+            None
+        } else {
+            m.take_watched_wakeup()
+        };
+        if daemon.has_boosts() {
+            report.boosts_ended += daemon.check_boosts() as u64;
+        }
+    }
+    let known: Vec<(String, u32)> = {
+        let m = daemon.host().machine();
+        (0..m.ntasks())
+            .map(|t| (m.task_stats(t).name.clone(), SimHost::<K>::tid_of(t)))
+            .collect()
+    };
+    for (name, tid) in known {
+        if let Some(c) = daemon.class_of(tid) {
+            report.classes.insert(name.clone(), c.as_str().to_string());
+        }
+        if let Some(g) = daemon.plan().group_of(tid) {
+            report.groups.insert(name, g.name.clone());
+        }
+    }
+    report.last = Some(daemon.last_step().clone());
+    Ok((daemon, report))
+}

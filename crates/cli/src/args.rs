@@ -39,6 +39,8 @@ pub struct Roots {
     pub cgroup_root: PathBuf,
 }
 
+// Parsed once per run: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the CPUs and how many threads a parallel program should start.

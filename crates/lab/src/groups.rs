@@ -28,14 +28,19 @@ pub struct LabGroups {
 impl LabGroups {
     /// Creates `<cpu hierarchy>/<name>`.
     pub fn create(layout: &Layout, name: &str) -> std::io::Result<LabGroups> {
+        match layout {
+            Layout::V1 { cpu, .. } => LabGroups::create_at(cpu, true, name),
+            Layout::V2 { unified } => LabGroups::create_at(unified, false, name),
+        }
+    }
+
+    /// Creates `<mount>/<name>` in the hierarchy of the cpu controller
+    /// mounted at `mount` (v1 `cpu` when `v1`, else the v2 root).
+    pub fn create_at(mount: &Path, v1: bool, name: &str) -> std::io::Result<LabGroups> {
         assert!(
             name.starts_with("corral"),
             "lab groups live under a corral* root"
         );
-        let (mount, v1) = match layout {
-            Layout::V1 { cpu, .. } => (cpu.clone(), true),
-            Layout::V2 { unified } => (unified.clone(), false),
-        };
         let root = mount.join(name);
         std::fs::create_dir(&root).map_err(|e| with_path(e, &root))?;
         if !v1 {
@@ -90,9 +95,15 @@ impl LabGroups {
 
     /// Starts `cmd` inside `group` (stdout piped); returns its PID.
     pub fn spawn(&mut self, group: &Path, mut cmd: Command) -> std::io::Result<u32> {
+        cmd.stdout(Stdio::piped()).stdin(Stdio::null());
+        self.start(group, cmd)
+    }
+
+    /// Starts `cmd` inside `group` with the standard streams it was given;
+    /// returns its PID.
+    pub fn start(&mut self, group: &Path, mut cmd: Command) -> std::io::Result<u32> {
         let procs = CString::new(group.join("cgroup.procs").as_os_str().as_bytes())
             .map_err(std::io::Error::other)?;
-        cmd.stdout(Stdio::piped()).stdin(Stdio::null());
         // SAFETY: between fork and exec only async-signal-safe work: two
         // raw system calls on a path built before the fork; no allocation.
         unsafe {
@@ -128,6 +139,36 @@ impl LabGroups {
             )));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Whether process `pid` (started here) has ended: its status once it
+    /// has (it is reaped and forgotten), `None` while it runs.
+    pub fn try_wait(&mut self, pid: u32) -> std::io::Result<Option<std::process::ExitStatus>> {
+        let i = self
+            .children
+            .iter()
+            .position(|c| c.id() == pid)
+            .ok_or_else(|| std::io::Error::other(format!("process {pid} was not started here")))?;
+        let status = self.children[i].try_wait()?;
+        if status.is_some() {
+            // Reaped by try_wait above.
+            #[allow(clippy::zombie_processes)]
+            self.children.remove(i);
+        }
+        Ok(status)
+    }
+
+    /// Sends `sig` to process `pid`, if it was started here and still runs.
+    pub fn signal(&self, pid: u32, sig: rustix::process::Signal) -> std::io::Result<()> {
+        if !self.children.iter().any(|c| c.id() == pid) {
+            return Err(std::io::Error::other(format!(
+                "process {pid} was not started here"
+            )));
+        }
+        let p = rustix::process::Pid::from_raw(pid as i32)
+            .ok_or_else(|| std::io::Error::other("PID 0"))?;
+        rustix::process::kill_process(p, sig)?;
+        Ok(())
     }
 
     /// Kills process `pid` (started here) and reaps it.

@@ -14,6 +14,8 @@
 //!   its dispatcher through corral's socket.
 //! - [`boost_bench`]: how fast a boost request takes effect.
 //! - [`overhead`]: the daemon's own CPU and memory with a thousand threads.
+//! - [`validate`]: the simulator against this kernel, rt-app workloads
+//!   run live and simulated from the same JSON.
 //! - [`work`]: the workload programs (`corral lab work …`).
 
 pub mod boost_bench;
@@ -24,4 +26,5 @@ pub mod interactive;
 pub mod latency;
 pub mod overhead;
 pub mod parallel;
+pub mod validate;
 pub mod work;

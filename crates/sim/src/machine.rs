@@ -24,6 +24,12 @@ pub struct Platform {
     pub capacities: Vec<u32>,
     /// Timer interrupts per second (CONFIG_HZ).
     pub hz: u32,
+    /// Where the tick grid lies against the workload's start: ticks at
+    /// `tick_phase + k·(1 s / hz)`, the same instants on every CPU (the
+    /// kernel's default, `skew_tick=0`). A live workload starts at an
+    /// arbitrary point of a tick; 0 puts its start on a tick, so timers
+    /// whose period is a multiple of the tick expire on ticks.
+    pub tick_phase: Ns,
     /// CPU hot-plug: at (ns), CPU, online or not.
     pub hotplug: Vec<(Ns, usize, bool)>,
     /// CPUs offline when the machine starts (a phone at rest).
@@ -55,6 +61,7 @@ impl Platform {
         Platform {
             capacities: vec![1024; n],
             hz: 250,
+            tick_phase: 0,
             hotplug: Vec::new(),
             offline: Vec::new(),
             governor: None,
@@ -452,8 +459,12 @@ impl<K: SchedClass> Machine<K> {
             }
         }
         let tick = 1_000_000_000 / platform.hz.max(1) as u64;
+        let first = match platform.tick_phase % tick {
+            0 => tick,
+            phase => phase,
+        };
         for cpu in 0..ncpus {
-            q.at(tick, Ev::Tick(cpu));
+            q.at(first, Ev::Tick(cpu));
         }
         let barriers = barrier_users
             .into_iter()
@@ -957,7 +968,12 @@ impl<K: SchedClass> Machine<K> {
         if !self.ticking[cpu] {
             self.ticking[cpu] = true;
             let tick = self.tick_ns();
-            let next = (self.now() / tick + 1) * tick;
+            let phase = self.platform.tick_phase % tick;
+            let next = if self.now() < phase {
+                phase
+            } else {
+                ((self.now() - phase) / tick + 1) * tick + phase
+            };
             self.q.at(next, Ev::Tick(cpu));
         }
     }

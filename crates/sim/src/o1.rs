@@ -294,9 +294,7 @@ impl O1 {
         let task = &mut self.tasks[t];
         if slept > interactive_sleep {
             // A long sleeper is made just interactive, not more.
-            task.sleep_avg = task
-                .sleep_avg
-                .max(MAX_SLEEP_AVG_NS - DEF_TIMESLICE_NS);
+            task.sleep_avg = task.sleep_avg.max(MAX_SLEEP_AVG_NS - DEF_TIMESLICE_NS);
         } else {
             task.sleep_avg = (task.sleep_avg + slept * factor).min(MAX_SLEEP_AVG_NS);
         }

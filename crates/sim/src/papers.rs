@@ -684,10 +684,11 @@ fn paper004() -> Result<Paper, String> {
         Claim {
             claim: "and the gap grows with the number of tasks".into(),
             paper: "multi-level beats the single scan as tasks grow".into(),
-            simulated: format!(
-                "{}",
-                ratios.iter().map(|r| format!("{r:.1}x")).collect::<Vec<_>>().join(" -> ")
-            ),
+            simulated: ratios
+                .iter()
+                .map(|r| format!("{r:.1}x"))
+                .collect::<Vec<_>>()
+                .join(" -> "),
             holds: ratios.windows(2).all(|w| w[1] > w[0]),
         },
         Claim {

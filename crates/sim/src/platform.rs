@@ -3,6 +3,7 @@
 //! ```toml
 //! kernel = "eevdf"                      # or "cfs" (2.6.32); optional
 //! hz = 250                              # CONFIG_HZ
+//! tick_phase = "2ms"                    # first tick (default: one tick in)
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
 //! offline = [2, 3]                      # CPUs offline at the start
@@ -56,6 +57,7 @@ fn default_period() -> u64 {
 struct File {
     kernel: Option<String>,
     hz: Option<u32>,
+    tick_phase: Option<String>,
     cpus: Option<usize>,
     capacities: Option<Vec<u32>>,
     #[serde(default)]
@@ -139,6 +141,24 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
     if !(100..=1000).contains(&hz) {
         return Err(at("hz", format!("{hz} is not a CONFIG_HZ (100 to 1000)")));
     }
+    let tick_phase = match &f.tick_phase {
+        None => 0,
+        Some(v) => match parse_time(v) {
+            Some(t) if t < 1_000_000_000 / hz as Ns => t,
+            Some(_) => {
+                return Err(at(
+                    "tick_phase",
+                    format!("{v:?} is not less than one tick (1 s / {hz})"),
+                ))
+            }
+            None => {
+                return Err(at(
+                    "tick_phase",
+                    format!("{v:?} is not a time (e.g. 2ms, 500us)"),
+                ))
+            }
+        },
+    };
     if let Some(k) = &f.kernel {
         if k != "cfs" && k != "eevdf" && crate::models::old_model(k, 1, hz).is_err() {
             return Err(at(
@@ -226,6 +246,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
         platform: Platform {
             capacities,
             hz,
+            tick_phase,
             hotplug,
             offline: f.offline,
             governor,
@@ -394,5 +415,31 @@ quota_us = 50000
         )
         .unwrap_err();
         assert_eq!(e, "p.toml:4: at: \"soon\" is not a time (e.g. 1s, 200ms)");
+        let e = parse("cpus = 1\ntick_phase = \"4ms\"\n", "p.toml").unwrap_err();
+        assert_eq!(
+            e,
+            "p.toml:2: tick_phase: \"4ms\" is not less than one tick (1 s / 250)"
+        );
+    }
+
+    #[test]
+    fn ticks_fall_on_the_tick_phase_grid() {
+        // Two hogs on one CPU switch only at a tick (PREEMPT_NONE, no
+        // hrtick): every run slice but the last ends on the grid
+        // `tick_phase + k · 4 ms`.
+        let json = r#"{"tasks": {"hog": {"instance": 2, "loop": -1, "run": 100000}}}"#;
+        for (phase, at) in [("0ms", 0), ("1500us", 1_500_000), ("3ms", 3_000_000)] {
+            let spec = parse(&format!("cpus = 1\ntick_phase = \"{phase}\"\n"), "p").unwrap();
+            assert_eq!(spec.platform.tick_phase, at);
+            let w = crate::rtapp::parse(json, "w").unwrap();
+            let mut m = build(w, &spec, crate::fair::Flavour::Eevdf).unwrap();
+            m.record();
+            m.run_until(100_000_000);
+            let ends: Vec<u64> = m.slices().iter().map(|s| s.end).collect();
+            assert!(ends.len() > 10, "{phase}: {ends:?}");
+            for end in &ends[..ends.len() - 1] {
+                assert_eq!((end + 4_000_000 - at) % 4_000_000, 0, "{phase}: {ends:?}");
+            }
+        }
     }
 }

@@ -1,0 +1,1720 @@
+//! `corral lab validate`: the simulator checked against this kernel.
+//!
+//! Each case is an rt-app workload. It runs LIVE, with the real rt-app on
+//! this machine, then in the SIMULATOR (EEVDF, this machine's online CPUs
+//! at capacity 1024, its `CONFIG_HZ`), and the two are compared task by
+//! task. Both sides read the *same* JSON text (written to
+//! `workload.json`), and both are measured the same way:
+//!
+//! - **Window.** The first `warmup` of the use case is left out on both
+//!   sides, and so is the last quarter second (rt-app ends at its
+//!   `duration`; the live side must read its threads before they go).
+//!   Live, the use case starts when rt-app's threads all exist; in the
+//!   simulator at 0.
+//! - **CPU share** = CPU time in the window / the window's wall time.
+//!   Live from `/proc/PID/task/TID/schedstat` (run ns, which excludes
+//!   time stolen by the hypervisor), read at both ends of the window and
+//!   every 100 ms in between (a thread that ends inside the window keeps
+//!   its last reading); in the simulator from its per-thread CPU time.
+//!   The simulated machine has whole CPUs; the live one had them less
+//!   what the hypervisor stole (`steal` in `/proc/stat`), so live shares
+//!   are of the CPU time the guest had: the wall time scaled by
+//!   `(CPUs − stolen CPUs) / CPUs`, the theft taken as spread evenly.
+//! - **Wake-up latency** is rt-app's own `wu_lat`: the time from a timer's
+//!   expiry to the thread reading the clock after `clock_nanosleep`
+//!   returns, one sample per phase iteration that slept on its timer
+//!   (slack ≥ 0; a late thread does not sleep and has no wake-up). The
+//!   simulator writes the same rt-app log columns (`output::rtapp_logs`)
+//!   and both sets of logs go through one parser, so the definition is the
+//!   same by construction. Iterations count when they started after the
+//!   warm-up and ended inside the window.
+//! - **Response time** = the timer's period − slack: from the nominal
+//!   release (the previous expiry) to the end of the iteration's work —
+//!   paper 001's `T_S + T_P + T_E`, defined for late iterations too.
+//!
+//! **Pairing.** Each live thread is compared with its simulated twin;
+//! instances of one rt-app task are interchangeable (which hog shares a
+//! CPU with the periodic thread is chance), so they are paired by rank of
+//! CPU share.
+//!
+//! **Work.** rt-app's `run` executes a number of loops computed from the
+//! calibration (ns per loop, an integer); the simulator treats `run` as
+//! that many µs of CPU at capacity 1024. rt-app's `runtime` is not the
+//! fair alternative it looks like: it spins until *wall-clock* time
+//! (`CLOCK_MONOTONIC`) advanced by the value, preemption included, while
+//! the simulator charges it as CPU time. So the cases use `run`, and each
+//! case measures the loop on this machine right before it (rt-app with 1
+//! ns per loop, seven 5 ms runs, the median) and gives rt-app that as its
+//! `calibration`. What a `run` µs cost live in the window is reported
+//! (`work`), since this VM's speed drifts.
+//!
+//! **Groups.** The case's groups are made under a root of this run's own,
+//! `<cpu mount>/corral-validate-<pid>/`, and the workload's `taskgroup`
+//! keys are rewritten to point there (a task without one gets the root
+//! itself), so the simulator's hierarchy is the live one. rt-app starts
+//! inside the root; rt-app 1.0 (Debian's) ignores `taskgroup`, so each
+//! thread is written into its group's `tasks` as soon as rt-app has
+//! created it (inside the warm-up). Everything is removed at the end, on
+//! error, and on Ctrl-C (the caller's `stop` flag); only the rt-app
+//! processes started here are ever signalled.
+//!
+//! rt-app runs with a timer slack of 1 ns (`PR_SET_TIMERSLACK`, inherited
+//! by its threads): the model has no hrtimer slack, and the default 50 µs
+//! would add up to 50 µs to every live wake-up.
+
+use crate::groups::LabGroups;
+use crate::work::percentile;
+use corral_sim::json::{self, Kind, Value};
+use corral_sim::{fair::Flavour, output, platform, rtapp};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where Debian's rt-app package puts its example workloads.
+pub const DEBIAN_EXAMPLES: &str = "/usr/share/doc/rt-app/examples";
+
+/// A validation case.
+#[derive(Debug, Clone, Copy)]
+pub struct Case {
+    pub name: &'static str,
+    pub paper: &'static str,
+    pub about: &'static str,
+    source: Source,
+    /// `cpu.shares` of the case's groups, by the path its file gives.
+    groups: &'static [(&'static str, u64)],
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A file of corral's own, built into the binary.
+    Embedded(&'static str),
+    /// One of Debian's rt-app examples, read at run time.
+    Debian(&'static str),
+}
+
+/// The cases, in the order they run.
+pub const CASES: &[Case] = &[
+    Case {
+        name: "periodic-low-share",
+        paper: "002",
+        about: "1 ms every 10 ms in a 52-share group beside 2 hogs in a 1024-share group",
+        source: Source::Embedded(include_str!(
+            "../workloads/validate/periodic-low-share.json"
+        )),
+        groups: &[("/low", 52), ("/high", 1024)],
+    },
+    Case {
+        name: "handler-hogs",
+        paper: "001",
+        about: "a 50 ms handler every 200 ms beside 4 nice-0 hogs",
+        source: Source::Embedded(include_str!("../workloads/validate/handler-hogs.json")),
+        groups: &[],
+    },
+    Case {
+        name: "mp3-short",
+        paper: "-",
+        about: "Debian's rt-app example mp3-short.json",
+        source: Source::Debian("mp3-short.json"),
+        groups: &[],
+    },
+    Case {
+        name: "browser-short",
+        paper: "-",
+        about: "Debian's rt-app example browser-short.json",
+        source: Source::Debian("browser-short.json"),
+        groups: &[],
+    },
+];
+
+/// What the experiment needs of this machine.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// The rt-app binary.
+    pub rtapp: PathBuf,
+    /// Where the cgroup v1 `cpu` controller is mounted.
+    pub cpu_mount: PathBuf,
+}
+
+/// Checks for root, rt-app and a cgroup v1 `cpu` hierarchy; the error
+/// says which is missing.
+pub fn check_environment(paths: &corral_linux::HostPaths) -> Result<Env, String> {
+    if !rustix::process::geteuid().is_root() {
+        return Err(
+            "corral lab validate needs root: it creates cgroups and moves rt-app's threads into them"
+                .into(),
+        );
+    }
+    let rtapp = find_rtapp().ok_or(
+        "corral lab validate needs rt-app (apt-get install rt-app): not found in PATH or /usr/bin",
+    )?;
+    let mounts = corral_linux::cgroup::CgroupMounts::discover(paths)
+        .map_err(|e| format!("cannot read the cgroup mounts: {e}"))?;
+    let cpu = mounts
+        .v1_with("cpu")
+        .filter(|h| h.root == "/")
+        .ok_or("corral lab validate needs the cgroup v1 cpu controller mounted (e.g. at /sys/fs/cgroup/cpu); it is not")?;
+    Ok(Env {
+        rtapp,
+        cpu_mount: cpu.dir.clone(),
+    })
+}
+
+fn find_rtapp() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join("rt-app"))
+        .find(|p| p.is_file())
+}
+
+/// Options of the experiment.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Length of each use case (rt-app's `duration`, whole seconds).
+    pub seconds: u64,
+    /// Left out at the start, on both sides.
+    pub warmup: Duration,
+    /// Only the cases whose name contains this.
+    pub case: Option<String>,
+    /// Keep workload, platform and both sides' logs here.
+    pub keep: Option<PathBuf>,
+    pub env: Env,
+    pub procfs: PathBuf,
+    /// Set (by a signal handler) to stop early and clean up.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Left out at the end: the live side reads the threads before rt-app
+/// stops them.
+const TAIL: Duration = Duration::from_millis(250);
+
+/// The machine the live side ran on.
+#[derive(Debug, Clone, Serialize)]
+pub struct MachineInfo {
+    pub kernel: String,
+    /// Where the kernel configuration was read.
+    pub config: String,
+    pub hz: Option<u32>,
+    /// The preemption model and how it was found.
+    pub preempt: String,
+    pub cpus: usize,
+    pub rtapp: String,
+    /// Timer slack given to rt-app, ns.
+    pub timer_slack_ns: u64,
+}
+
+/// The simulator's settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimInfo {
+    pub kernel: String,
+    pub cpus: usize,
+    pub capacity: u32,
+    pub hz: u32,
+}
+
+/// The loop speed measured before a case and the calibration rt-app got.
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    pub samples: usize,
+    pub ns_per_loop_min: f64,
+    pub ns_per_loop_median: f64,
+    pub ns_per_loop_max: f64,
+    /// rt-app's `calibration` (integer ns per loop).
+    pub used: u32,
+}
+
+/// One side's figures for a task.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Side {
+    /// CPU time / wall time in the window (1.0 = a whole CPU).
+    pub share: f64,
+    /// Phase iterations started and ended in the window.
+    pub iterations: usize,
+    /// Iterations that reached their timer late (no wake-up).
+    pub late: usize,
+    /// wu_lat samples and their percentiles, µs.
+    pub wakeups: usize,
+    pub wu_lat_p50_us: Option<f64>,
+    pub wu_lat_p99_us: Option<f64>,
+    /// Response time (period − slack) percentiles, µs.
+    pub resp_p50_us: Option<f64>,
+    pub resp_p99_us: Option<f64>,
+    /// Run-queue wait per time slice (schedstat run_delay / pcount), µs.
+    pub wait_per_slice_us: Option<f64>,
+    /// Moves to another CPU (`se.nr_migrations`).
+    pub migrations: u64,
+    /// Times taken off the CPU while runnable (`nr_involuntary_switches`).
+    pub preemptions: u64,
+    /// CPU time per µs of `run`/`runtime` of the window's iterations.
+    pub work: Option<f64>,
+}
+
+/// A task's comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskRow {
+    /// The simulator's name (rt-app's task name, `-N` per instance).
+    pub name: String,
+    /// Its cgroup, relative to this run's root.
+    pub group: String,
+    pub live: Side,
+    pub sim: Side,
+    /// sim − live, percentage points of a CPU.
+    pub share_diff_pp: f64,
+    /// (sim − live) / live.
+    pub wu_lat_p50_rel: Option<f64>,
+    pub wu_lat_p99_rel: Option<f64>,
+    pub resp_p50_rel: Option<f64>,
+    pub resp_p99_rel: Option<f64>,
+}
+
+/// A case's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseReport {
+    pub name: String,
+    pub paper: String,
+    pub about: String,
+    /// Why the case did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    pub calibration: Option<Calibration>,
+    /// The live run's first tick after the use case's start, µs; the
+    /// simulator's ticks are put there too.
+    pub tick_phase_us: u64,
+    /// The measured window, s from the use case's start.
+    pub window_s: (f64, f64),
+    /// The live window's wall time, s.
+    pub live_window_s: f64,
+    /// CPU used by everything else on the machine in the live window, CPUs.
+    pub others_cpu: f64,
+    /// CPU time the hypervisor stole in the live window, CPUs.
+    pub steal_cpu: f64,
+    pub tasks: Vec<TaskRow>,
+    /// When each side's threads last finished an iteration, s from the
+    /// use case's start.
+    pub live_last_s: Option<f64>,
+    pub sim_last_s: Option<f64>,
+    /// Set when the two runs took different paths through the workload
+    /// (one stalled, the other did not): their figures describe
+    /// different executions and are not compared.
+    pub diverged: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// The experiment's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub machine: MachineInfo,
+    pub sim: SimInfo,
+    pub seconds: u64,
+    pub warmup_s: f64,
+    pub latency: &'static str,
+    pub cases: Vec<CaseReport>,
+    /// Where the files were kept.
+    pub kept: Option<PathBuf>,
+}
+
+/// The latency definition, for the report.
+pub const LATENCY: &str = "rt-app's wu_lat: timer expiry -> thread back from clock_nanosleep (iterations that slept on their timer)";
+
+/// Runs the selected cases.
+pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report, String> {
+    let selected: Vec<&Case> = CASES
+        .iter()
+        .filter(|c| o.case.as_deref().is_none_or(|n| c.name.contains(n)))
+        .collect();
+    if selected.is_empty() {
+        let names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
+        return Err(format!(
+            "no case matches {:?} (cases: {})",
+            o.case.as_deref().unwrap_or(""),
+            names.join(", ")
+        ));
+    }
+    let min = o.warmup + TAIL + Duration::from_secs(1);
+    if Duration::from_secs(o.seconds) < min {
+        return Err(format!(
+            "--seconds must be at least {:.0} (warm-up {:.1} s, tail {:.2} s)",
+            min.as_secs_f64().ceil(),
+            o.warmup.as_secs_f64(),
+            TAIL.as_secs_f64()
+        ));
+    }
+    let machine = machine_info(&o.procfs, &o.env.rtapp);
+    let sim = SimInfo {
+        kernel: "eevdf".into(),
+        cpus: machine.cpus,
+        capacity: 1024,
+        hz: machine.hz.unwrap_or(250),
+    };
+    let (base, temporary) = match &o.keep {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("corral-validate-{}", std::process::id())),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let mut cases = Vec::new();
+    let mut result = Ok(());
+    for case in selected {
+        if o.stop.load(Ordering::SeqCst) {
+            result = Err("interrupted".to_string());
+            break;
+        }
+        match run_case(o, case, &sim, &base.join(case.name), &mut progress) {
+            Ok(r) => cases.push(r),
+            Err(e) => {
+                result = Err(format!("{}: {e}", case.name));
+                break;
+            }
+        }
+    }
+    if temporary {
+        let _ = std::fs::remove_dir_all(&base);
+    }
+    result?;
+    Ok(Report {
+        machine,
+        sim,
+        seconds: o.seconds,
+        warmup_s: o.warmup.as_secs_f64(),
+        latency: LATENCY,
+        cases,
+        kept: o.keep.clone(),
+    })
+}
+
+fn skipped(case: &Case, why: String) -> CaseReport {
+    CaseReport {
+        name: case.name.into(),
+        paper: case.paper.into(),
+        about: case.about.into(),
+        skipped: Some(why),
+        calibration: None,
+        tick_phase_us: 0,
+        window_s: (0.0, 0.0),
+        live_window_s: 0.0,
+        others_cpu: 0.0,
+        steal_cpu: 0.0,
+        tasks: Vec::new(),
+        live_last_s: None,
+        sim_last_s: None,
+        diverged: None,
+        notes: Vec::new(),
+    }
+}
+
+/// One thread of the workload: rt-app's index order (tasks in file order,
+/// instances together), as rt-app and the simulator both number them.
+#[derive(Debug, Clone)]
+struct Thread {
+    /// rt-app's task name (its log file and `comm`).
+    task: String,
+    /// The simulator's name.
+    name: String,
+    /// Its group, relative to the run's root ("" for the root itself).
+    group: String,
+}
+
+fn threads_of(work: &rtapp::Workload, root: &str) -> Vec<Thread> {
+    let mut v = Vec::new();
+    for t in &work.tasks {
+        for i in 0..t.instances {
+            let g = t.taskgroup.as_deref().unwrap_or("/");
+            v.push(Thread {
+                task: t.name.clone(),
+                name: if t.instances > 1 {
+                    format!("{}-{i}", t.name)
+                } else {
+                    t.name.clone()
+                },
+                group: g
+                    .strip_prefix(root)
+                    .unwrap_or(g)
+                    .trim_matches('/')
+                    .to_string(),
+            });
+        }
+    }
+    v
+}
+
+fn run_case(
+    o: &Options,
+    case: &Case,
+    sim: &SimInfo,
+    dir: &Path,
+    progress: &mut impl FnMut(&str),
+) -> Result<CaseReport, String> {
+    let (text, label) = match case.source {
+        Source::Embedded(t) => (t.to_string(), format!("{}.json", case.name)),
+        Source::Debian(f) => {
+            let p = Path::new(DEBIAN_EXAMPLES).join(f);
+            match std::fs::read_to_string(&p) {
+                Ok(t) => (t, p.display().to_string()),
+                Err(e) => {
+                    let why = format!("{}: {e} (Debian's rt-app package ships it)", p.display());
+                    progress(&format!("{}: skipped: {why}", case.name));
+                    return Ok(skipped(case, why));
+                }
+            }
+        }
+    };
+    let live_dir = dir.join("live");
+    let sim_dir = dir.join("sim");
+    for d in [&live_dir, &sim_dir] {
+        // Logs of an earlier run kept in the same place would be read as ours.
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let root_name = format!("corral-validate-{}", std::process::id());
+    let root = format!("/{root_name}");
+    let mut groups = LabGroups::create_at(&o.env.cpu_mount, true, &root_name)
+        .map_err(|e| format!("cannot create this run's cgroup: {e}"))?;
+    for (g, shares) in case.groups {
+        groups
+            .group(g.trim_start_matches('/'), *shares)
+            .map_err(|e| e.to_string())?;
+    }
+
+    progress(&format!("{}: measuring rt-app's loop", case.name));
+    let cal = calibrate(o, &mut groups, &dir.join("calibration"))?;
+    let json = prepare(
+        &text,
+        &label,
+        &root,
+        o.seconds,
+        cal.used,
+        &live_dir,
+        case.groups,
+    )?;
+    let workload_path = dir.join("workload.json");
+    std::fs::write(&workload_path, &json)
+        .map_err(|e| format!("{}: {e}", workload_path.display()))?;
+    // The simulator must accept the workload before anything runs live.
+    let work =
+        rtapp::parse(&json, &workload_path.display().to_string()).map_err(|e| e.to_string())?;
+    let threads = threads_of(&work, &root);
+
+    progress(&format!(
+        "{}: live, {} s with rt-app ({} threads, {} ns per loop)",
+        case.name,
+        o.seconds,
+        threads.len(),
+        cal.used
+    ));
+    let live = run_live(o, &mut groups, &threads, &workload_path, &live_dir)?;
+    groups.cleanup();
+
+    progress(&format!("{}: simulated", case.name));
+    let tick_phase_us = tick_phase(live.t0_us, sim.hz);
+    let simulated = run_sim(
+        o,
+        sim,
+        tick_phase_us,
+        &json,
+        &workload_path,
+        case.groups,
+        &root,
+        dir,
+    )?;
+
+    // Both sides number the threads alike (tasks in file order, instances
+    // together); a mismatch would pair the wrong threads.
+    let names: Vec<&str> = threads.iter().map(|t| t.name.as_str()).collect();
+    if simulated.names != names {
+        return Err(format!(
+            "the simulator's threads {:?} are not rt-app's {names:?}",
+            simulated.names
+        ));
+    }
+    let window = (o.warmup, Duration::from_secs(o.seconds) - TAIL);
+    let mut tasks = Vec::new();
+    let ncpus = sim.cpus as f64;
+    let had = if live.steal_cpu.is_finite() {
+        ((ncpus - live.steal_cpu) / ncpus).clamp(0.5, 1.0)
+    } else {
+        1.0
+    };
+    let live_sides: Vec<Side> = (0..threads.len())
+        .map(|i| {
+            side(
+                &live.counters[i],
+                (live.wall.as_nanos() as f64 * had) as u64,
+                &live.logs[i],
+                window,
+            )
+        })
+        .collect();
+    let mut sim_sides: Vec<Option<Side>> = (0..threads.len())
+        .map(|i| {
+            Some(side(
+                &simulated.counters[i],
+                (window.1 - window.0).as_nanos() as u64,
+                &simulated.logs[i],
+                window,
+            ))
+        })
+        .collect();
+    let partner = pair_instances(&threads, &live_sides, &sim_sides);
+    for (i, (th, live_side)) in threads.iter().zip(live_sides).enumerate() {
+        let sim_side = sim_sides[partner[i]].take().expect("a permutation");
+        tasks.push(TaskRow {
+            name: th.name.clone(),
+            group: if th.group.is_empty() {
+                "/".into()
+            } else {
+                format!("/{}", th.group)
+            },
+            share_diff_pp: (sim_side.share - live_side.share) * 100.0,
+            wu_lat_p50_rel: rel(live_side.wu_lat_p50_us, sim_side.wu_lat_p50_us),
+            wu_lat_p99_rel: rel(live_side.wu_lat_p99_us, sim_side.wu_lat_p99_us),
+            resp_p50_rel: rel(live_side.resp_p50_us, sim_side.resp_p50_us),
+            resp_p99_rel: rel(live_side.resp_p99_us, sim_side.resp_p99_us),
+            live: live_side,
+            sim: sim_side,
+        });
+    }
+    let last = |logs: &[Vec<LogLine>]| {
+        logs.iter()
+            .flatten()
+            .map(|l| l.end_us)
+            .max()
+            .map(|us| us as f64 / 1e6)
+    };
+    let (live_last_s, sim_last_s) = (last(&live.logs), last(&simulated.logs));
+    let diverged = diverged(live_last_s, sim_last_s, window.1.as_secs_f64());
+    Ok(CaseReport {
+        name: case.name.into(),
+        paper: case.paper.into(),
+        about: case.about.into(),
+        skipped: None,
+        calibration: Some(cal),
+        tick_phase_us,
+        window_s: (window.0.as_secs_f64(), window.1.as_secs_f64()),
+        live_window_s: live.wall.as_secs_f64(),
+        others_cpu: live.others_cpu,
+        steal_cpu: live.steal_cpu,
+        tasks,
+        live_last_s,
+        sim_last_s,
+        diverged,
+        notes: live.notes,
+    })
+}
+
+/// Whether the runs stalled differently. A side whose threads all stopped
+/// finishing iterations more than a second before the window's end
+/// `end_s` stalled: every thread waits on a suspend, a condition or a
+/// lock. rt-app's `resume` and `signal` wake only threads already waiting
+/// (a condition variable), so a workload whose threads resume each other
+/// can lose a wake-up and stop, or not, by microseconds of timing.
+fn diverged(live_last: Option<f64>, sim_last: Option<f64>, end_s: f64) -> Option<String> {
+    let stalled = |t: Option<f64>| t.is_none_or(|t| t < end_s - 1.0);
+    let at = |t: Option<f64>| {
+        t.map_or("before its first iteration".into(), |t| {
+            format!("at {t:.2} s")
+        })
+    };
+    match (stalled(live_last), stalled(sim_last)) {
+        (false, false) => None,
+        (true, false) => Some(format!(
+            "live, every thread stopped {} (waiting on a suspend, condition or lock that was never resumed); simulated, the workload ran on: the runs took different sides of a race in the workload, so their figures are not compared",
+            at(live_last)
+        )),
+        (false, true) => Some(format!(
+            "simulated, every thread stopped {} (waiting on a suspend, condition or lock that was never resumed); live, the workload ran on: the runs took different sides of a race in the workload, so their figures are not compared",
+            at(sim_last)
+        )),
+        (true, true) => match (live_last, sim_last) {
+            (Some(l), Some(s)) if (l - s).abs() <= 0.5 => None,
+            _ => Some(format!(
+                "both runs stalled, live {} and simulated {}: different executions, not compared",
+                at(live_last),
+                at(sim_last)
+            )),
+        },
+    }
+}
+
+/// Where the first tick after the use case's start lies, µs after it.
+///
+/// The kernel aligns the tick to multiples of `TICK_NSEC` of
+/// CLOCK_MONOTONIC (`tick_next_period`, "tick/common: Align tick period
+/// with the HZ tick", Linux 5.10), on every CPU alike (`skew_tick=0`);
+/// rt-app's logs give the use case's start on the same clock. The phase
+/// matters: rt-app's timers keep it for the whole run, and whether a
+/// wake-up lands inside or after the running task's protected slice
+/// decides if it preempts at once or waits for the next tick.
+fn tick_phase(t0_us: Option<i64>, hz: u32) -> u64 {
+    let tick = 1_000_000 / i64::from(hz.max(1));
+    t0_us.map_or(0, |t0| ((tick - t0.rem_euclid(tick)) % tick) as u64)
+}
+
+/// Which simulated thread each live thread is compared with. Instances
+/// of one rt-app task are interchangeable — which hog ends up beside the
+/// periodic thread is the kernel's coin toss, not something the workload
+/// names — so they are paired by rank of CPU share; every other thread
+/// with itself.
+fn pair_instances(threads: &[Thread], live: &[Side], sim: &[Option<Side>]) -> Vec<usize> {
+    let share = |s: &Option<Side>| s.as_ref().map_or(0.0, |s| s.share);
+    let mut partner: Vec<usize> = (0..threads.len()).collect();
+    let mut done = vec![false; threads.len()];
+    for i in 0..threads.len() {
+        if done[i] {
+            continue;
+        }
+        let same: Vec<usize> = (i..threads.len())
+            .filter(|&j| threads[j].task == threads[i].task)
+            .collect();
+        let mut by_live = same.clone();
+        by_live.sort_by(|&a, &b| live[a].share.total_cmp(&live[b].share));
+        let mut by_sim = same.clone();
+        by_sim.sort_by(|&a, &b| share(&sim[a]).total_cmp(&share(&sim[b])));
+        for (l, s) in by_live.into_iter().zip(by_sim) {
+            partner[l] = s;
+            done[l] = true;
+        }
+    }
+    partner
+}
+
+/// (sim − live) / live.
+fn rel(live: Option<f64>, sim: Option<f64>) -> Option<f64> {
+    match (live, sim) {
+        (Some(l), Some(s)) if l > 0.0 => Some((s - l) / l),
+        _ => None,
+    }
+}
+
+/// The figures of one side from its window's counters and its log.
+fn side(c: &Counters, wall_ns: u64, log: &[LogLine], window: (Duration, Duration)) -> Side {
+    let (from, to) = (window.0.as_micros() as i64, window.1.as_micros() as i64);
+    let lines: Vec<&LogLine> = log
+        .iter()
+        .filter(|l| l.start_us >= from && l.end_us <= to)
+        .collect();
+    let mut wu: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.c_period > 0 && l.slack >= 0)
+        .map(|l| l.wu_lat.max(0) as u64)
+        .collect();
+    let mut resp: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.c_period > 0)
+        .map(|l| (l.c_period - l.slack).max(0) as u64)
+        .collect();
+    wu.sort_unstable();
+    resp.sort_unstable();
+    let pct = |v: &[u64], p: f64| (!v.is_empty()).then(|| percentile(v, p) as f64);
+    // The work the window asked for: each iteration's run µs, prorated
+    // by how much of the iteration lies in the window.
+    let configured: f64 = log
+        .iter()
+        .map(|l| {
+            let len = (l.end_us - l.start_us).max(1) as f64;
+            let inside = (l.end_us.min(to) - l.start_us.max(from)).max(0) as f64;
+            l.c_duration as f64 * (inside / len).min(1.0)
+        })
+        .sum();
+    Side {
+        share: if wall_ns == 0 {
+            0.0
+        } else {
+            c.run as f64 / wall_ns as f64
+        },
+        iterations: lines.len(),
+        late: lines
+            .iter()
+            .filter(|l| l.c_period > 0 && l.slack < 0)
+            .count(),
+        wakeups: wu.len(),
+        wu_lat_p50_us: pct(&wu, 50.0),
+        wu_lat_p99_us: pct(&wu, 99.0),
+        resp_p50_us: pct(&resp, 50.0),
+        resp_p99_us: pct(&resp, 99.0),
+        wait_per_slice_us: (c.slices > 0).then(|| c.wait as f64 / c.slices as f64 / 1e3),
+        migrations: c.migrations,
+        preemptions: c.preemptions,
+        work: (configured > 0.0).then(|| c.run as f64 / 1e3 / configured),
+    }
+}
+
+// ---------------------------------------------------------------------
+// The workload text both sides read.
+
+/// The case's JSON as both sides run it: `taskgroup` keys under `root`
+/// (the root itself for tasks without one), and in `global` the use
+/// case's `duration`, the measured `calibration` and where rt-app writes
+/// its logs. `log_size` is dropped: without it rt-app logs to the files
+/// as it goes (Debian's 1.0 inverts its string values: "file" there turns
+/// logging off).
+///
+/// A key repeated in one object is numbered (`run`, `run1`, `run2`):
+/// Debian's rt-app parses with json-c 0.16, which keeps only the *last*
+/// value of a repeated key, at the first one's place, while Debian's own
+/// examples repeat `run`, `sleep` and `resume` within a phase (in
+/// `browser-short.json` the first phase's 400 ms sleep and 15 ms run
+/// vanish). rt-app and the simulator both match event keys by prefix, so
+/// numbered keys make the live run execute every event the file lists,
+/// in order — the workload the simulator reads.
+fn prepare(
+    text: &str,
+    label: &str,
+    root: &str,
+    seconds: u64,
+    calibration: u32,
+    logdir: &Path,
+    groups: &[(&str, u64)],
+) -> Result<String, String> {
+    let mut v = json::parse(text).map_err(|e| format!("{label}: {e}"))?;
+    number_repeated_keys(&mut v);
+    let Kind::Object(top) = &mut v.kind else {
+        return Err(format!("{label}: not a JSON object"));
+    };
+    let Some((_, tasks)) = top.iter_mut().find(|(k, _)| k == "tasks") else {
+        return Err(format!("{label}: no \"tasks\""));
+    };
+    let Kind::Object(tasks) = &mut tasks.kind else {
+        return Err(format!("{label}: \"tasks\" is not an object"));
+    };
+    for (name, task) in tasks.iter_mut() {
+        let Kind::Object(keys) = &mut task.kind else {
+            return Err(format!("{label}: task {name:?} is not an object"));
+        };
+        let own = keys
+            .iter()
+            .find(|(k, _)| k == "taskgroup")
+            .and_then(|(_, v)| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        let own = own.trim_end_matches('/');
+        if own.matches('/').count() > 1 {
+            return Err(format!(
+                "{label}: task {name:?}: taskgroup {own:?}: only one level (\"/name\") is supported"
+            ));
+        }
+        if !own.is_empty() && !groups.iter().any(|(g, _)| *g == own) {
+            return Err(format!(
+                "{label}: task {name:?}: taskgroup {own:?} has no shares in the case"
+            ));
+        }
+        set(keys, "taskgroup", string(&format!("{root}{own}")));
+    }
+    let global = match top.iter_mut().position(|(k, _)| k == "global") {
+        Some(i) => &mut top[i].1,
+        None => {
+            top.push((
+                "global".into(),
+                Value {
+                    line: 0,
+                    kind: Kind::Object(Vec::new()),
+                },
+            ));
+            &mut top.last_mut().expect("pushed").1
+        }
+    };
+    let Kind::Object(g) = &mut global.kind else {
+        return Err(format!("{label}: \"global\" is not an object"));
+    };
+    set(g, "duration", number(seconds as f64));
+    set(g, "calibration", number(calibration as f64));
+    set(g, "logdir", string(&logdir.display().to_string()));
+    set(g, "log_basename", string("rt-app"));
+    g.retain(|(k, _)| k != "log_size");
+    let mut out = String::new();
+    write_json(&v, 0, &mut out);
+    out.push('\n');
+    Ok(out)
+}
+
+/// Renames the second and later uses of a key in each object `key1`,
+/// `key2`, … (skipping names the object already has).
+fn number_repeated_keys(v: &mut Value) {
+    match &mut v.kind {
+        Kind::Object(entries) => {
+            let mut used: std::collections::HashSet<String> =
+                entries.iter().map(|(k, _)| k.clone()).collect();
+            let mut seen = std::collections::HashSet::new();
+            for (k, x) in entries.iter_mut() {
+                if !seen.insert(k.clone()) {
+                    let base = k.clone();
+                    let mut n = 1;
+                    while used.contains(&format!("{base}{n}")) {
+                        n += 1;
+                    }
+                    *k = format!("{base}{n}");
+                    used.insert(k.clone());
+                }
+                number_repeated_keys(x);
+            }
+        }
+        Kind::Array(items) => items.iter_mut().for_each(number_repeated_keys),
+        _ => {}
+    }
+}
+
+fn set(o: &mut Vec<(String, Value)>, key: &str, v: Value) {
+    o.retain(|(k, _)| k != key);
+    o.push((key.to_string(), v));
+}
+
+fn string(s: &str) -> Value {
+    Value {
+        line: 0,
+        kind: Kind::String(s.to_string()),
+    }
+}
+
+fn number(n: f64) -> Value {
+    Value {
+        line: 0,
+        kind: Kind::Number(n),
+    }
+}
+
+/// Writes `v` as JSON with tabs, keeping the order and duplicates of
+/// object keys (rt-app's event lists).
+fn write_json(v: &Value, depth: usize, out: &mut String) {
+    let pad = |d: usize, out: &mut String| out.extend(std::iter::repeat_n('\t', d));
+    match &v.kind {
+        Kind::Null => out.push_str("null"),
+        Kind::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Kind::Number(n) => match v.as_i64() {
+            Some(i) => {
+                let _ = write!(out, "{i}");
+            }
+            None => {
+                let _ = write!(out, "{n}");
+            }
+        },
+        Kind::String(s) => {
+            out.push_str(&serde_json::to_string(s).expect("strings serialise"));
+        }
+        Kind::Array(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_json(x, depth + 1, out);
+            }
+            out.push(']');
+        }
+        Kind::Object(entries) => {
+            if entries.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            out.push_str("{\n");
+            for (i, (k, x)) in entries.iter().enumerate() {
+                pad(depth + 1, out);
+                out.push_str(&serde_json::to_string(k).expect("strings serialise"));
+                out.push_str(": ");
+                write_json(x, depth + 1, out);
+                if i + 1 < entries.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            pad(depth, out);
+            out.push('}');
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// rt-app's log files (and the simulator's, which have the same columns).
+
+/// The columns of a log line this experiment uses, µs; `start_us` and
+/// `end_us` are from the use case's start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LogLine {
+    /// The log's `start` column: CLOCK_MONOTONIC live, simulated time in
+    /// the simulator.
+    abs_start_us: i64,
+    start_us: i64,
+    end_us: i64,
+    slack: i64,
+    c_duration: i64,
+    c_period: i64,
+    wu_lat: i64,
+}
+
+/// Parses an rt-app log (`#idx perf run period start end rel_st slack
+/// c_duration c_period wu_lat`). rt-app's `rel_st` counts from the use
+/// case's start; the simulator's `start` and `end` are simulated time,
+/// whose 0 is the use case's start (its `rel_st` counts from the
+/// thread's own first iteration instead).
+fn parse_log(text: &str, file: &Path, live: bool) -> Result<Vec<LogLine>, String> {
+    let mut v = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let f: Vec<i64> = line
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{}:{}: {e}", file.display(), n + 1))?;
+        if f.len() < 11 {
+            return Err(format!(
+                "{}:{}: {} columns, rt-app writes 11",
+                file.display(),
+                n + 1,
+                f.len()
+            ));
+        }
+        let (start, end) = if live {
+            (f[6], f[6] + f[3])
+        } else {
+            (f[4], f[5])
+        };
+        v.push(LogLine {
+            abs_start_us: f[4],
+            start_us: start,
+            end_us: end,
+            slack: f[7],
+            c_duration: f[8],
+            c_period: f[9],
+            wu_lat: f[10],
+        });
+    }
+    Ok(v)
+}
+
+fn read_log(path: &Path, live: bool) -> Result<Vec<LogLine>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_log(&text, path, live)
+}
+
+// ---------------------------------------------------------------------
+// The live side.
+
+/// What the live run measured, per thread in rt-app's order.
+struct Live {
+    counters: Vec<Counters>,
+    logs: Vec<Vec<LogLine>>,
+    wall: Duration,
+    others_cpu: f64,
+    steal_cpu: f64,
+    notes: Vec<String>,
+    /// The use case's start, CLOCK_MONOTONIC µs (from the logs).
+    t0_us: Option<i64>,
+}
+
+/// A thread's counters so far: `schedstat` (run ns, run-queue wait ns,
+/// time slices) and from `sched` its migrations and preemptions. The
+/// simulator keeps the same five.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counters {
+    run: u64,
+    wait: u64,
+    slices: u64,
+    migrations: u64,
+    preemptions: u64,
+}
+
+impl Counters {
+    /// `self − earlier`.
+    fn since(&self, earlier: &Counters) -> Counters {
+        Counters {
+            run: self.run - earlier.run,
+            wait: self.wait - earlier.wait,
+            slices: self.slices - earlier.slices,
+            migrations: self.migrations - earlier.migrations,
+            preemptions: self.preemptions - earlier.preemptions,
+        }
+    }
+}
+
+/// Reads `/proc/PID/task/TID/{schedstat,sched}` (`dir` is the task's).
+fn read_counters(dir: &Path) -> Option<Counters> {
+    let text = std::fs::read_to_string(dir.join("schedstat")).ok()?;
+    let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+    let (run, wait, slices) = (f.next()??, f.next()??, f.next()??);
+    let sched = std::fs::read_to_string(dir.join("sched")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        sched.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().parse().ok())?
+        })
+    };
+    Some(Counters {
+        run,
+        wait,
+        slices,
+        migrations: field("se.nr_migrations")?,
+        preemptions: field("nr_involuntary_switches")?,
+    })
+}
+
+/// The machine's busy and stolen time so far (`/proc/stat`, USER_HZ ticks).
+fn cpu_ticks(procfs: &Path) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(procfs.join("stat")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)?;
+    Some((busy, *f.get(7)?))
+}
+
+/// The process rt-app started here, to be stopped on the way out.
+struct RtApp<'a> {
+    groups: &'a mut LabGroups,
+    pid: u32,
+    output: PathBuf,
+    done: bool,
+}
+
+impl RtApp<'_> {
+    /// Its status if it ended.
+    fn ended(&mut self) -> Result<Option<std::process::ExitStatus>, String> {
+        let s = self.groups.try_wait(self.pid).map_err(|e| e.to_string())?;
+        if s.is_some() {
+            self.done = true;
+        }
+        Ok(s)
+    }
+
+    /// The last lines rt-app printed.
+    fn output_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.output).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+
+    /// Asks rt-app to stop (SIGTERM: it ends its threads and flushes
+    /// its logs), then kills it after `grace`. True if it ended by itself.
+    fn stop(&mut self, grace: Duration) -> bool {
+        if self.done {
+            return true;
+        }
+        let _ = self.groups.signal(self.pid, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if matches!(self.ended(), Ok(Some(_))) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.groups.kill(self.pid);
+        self.done = true;
+        false
+    }
+}
+
+impl Drop for RtApp<'_> {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(2));
+    }
+}
+
+/// Starts rt-app on `json` in the run's root group, in a process group
+/// of its own (a Ctrl-C reaches corral, which stops it), with 1 ns of
+/// timer slack.
+fn start_rtapp<'a>(
+    o: &Options,
+    groups: &'a mut LabGroups,
+    json: &Path,
+    dir: &Path,
+) -> Result<RtApp<'a>, String> {
+    let output = dir.join("rt-app.out");
+    let out = std::fs::File::create(&output).map_err(|e| format!("{}: {e}", output.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(&o.env.rtapp);
+    cmd.arg(json)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    // SAFETY: between fork and exec only one raw system call (prctl).
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1))?;
+            Ok(())
+        });
+    }
+    let root = groups.root().to_path_buf();
+    let pid = groups
+        .start(&root, cmd)
+        .map_err(|e| format!("cannot start {}: {e}", o.env.rtapp.display()))?;
+    Ok(RtApp {
+        groups,
+        pid,
+        output,
+        done: false,
+    })
+}
+
+/// Sleeps until `until`, calling `each` every 100 ms; fails when the
+/// stop flag is set or rt-app ends.
+fn wait_until(
+    o: &Options,
+    rt: &mut RtApp<'_>,
+    until: Instant,
+    mut each: impl FnMut(),
+) -> Result<(), String> {
+    loop {
+        if o.stop.load(Ordering::SeqCst) {
+            return Err("interrupted".into());
+        }
+        if let Some(s) = rt.ended()? {
+            return Err(format!(
+                "rt-app ended early ({s}); it printed: {}",
+                rt.output_tail()
+            ));
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(100)));
+        each();
+    }
+}
+
+/// Waits for rt-app to end by itself (its `duration`), at most `limit`.
+fn wait_exit(o: &Options, rt: &mut RtApp<'_>, limit: Duration) -> Result<bool, String> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if o.stop.load(Ordering::SeqCst) {
+            return Err("interrupted".into());
+        }
+        if let Some(s) = rt.ended()? {
+            if !s.success() {
+                return Err(format!(
+                    "rt-app failed ({s}); it printed: {}",
+                    rt.output_tail()
+                ));
+            }
+            return Ok(true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(false)
+}
+
+/// rt-app's threads: (tid, comm), lowest tid first, without the main one.
+fn threads_now(procfs: &Path, pid: u32) -> Vec<(u32, String)> {
+    let dir = procfs.join(pid.to_string()).join("task");
+    let mut v: Vec<(u32, String)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&tid| tid != pid)
+        .map(|tid| {
+            let comm =
+                std::fs::read_to_string(dir.join(tid.to_string()).join("comm")).unwrap_or_default();
+            (tid, comm.trim_end().to_string())
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// The name a thread shows in `comm`: rt-app names it after its task; a
+/// name over 15 bytes cannot be set and it stays "rt-app".
+fn comm_of(task: &str) -> &str {
+    if task.len() <= 15 {
+        task
+    } else {
+        "rt-app"
+    }
+}
+
+fn run_live(
+    o: &Options,
+    groups: &mut LabGroups,
+    threads: &[Thread],
+    json: &Path,
+    dir: &Path,
+) -> Result<Live, String> {
+    let root = groups.root().to_path_buf();
+    let mut rt = start_rtapp(o, groups, json, dir)?;
+    let pid = rt.pid;
+
+    // rt-app creates its threads in index order, each names itself, then
+    // all wait on a barrier and start together: the use case's start.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let tids: Vec<u32> = loop {
+        if o.stop.load(Ordering::SeqCst) {
+            return Err("interrupted".into());
+        }
+        if let Some(s) = rt.ended()? {
+            return Err(format!(
+                "rt-app ended before starting its threads ({s}); it printed: {}",
+                rt.output_tail()
+            ));
+        }
+        let now = threads_now(&o.procfs, pid);
+        if now.len() == threads.len()
+            && now
+                .iter()
+                .zip(threads)
+                .all(|((_, comm), t)| comm == comm_of(&t.task))
+        {
+            break now.into_iter().map(|(tid, _)| tid).collect();
+        }
+        if now.len() > threads.len() || Instant::now() > deadline {
+            let seen: Vec<String> = now.iter().map(|(t, c)| format!("{t}:{c}")).collect();
+            return Err(format!(
+                "rt-app's threads are not the workload's {} (found {})",
+                threads.len(),
+                seen.join(" ")
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let t0 = Instant::now();
+    for (th, tid) in threads.iter().zip(&tids) {
+        if th.group.is_empty() {
+            continue;
+        }
+        let tasks = root.join(&th.group).join("tasks");
+        std::fs::write(&tasks, tid.to_string())
+            .map_err(|e| format!("cannot move thread {tid} into {}: {e}", tasks.display()))?;
+    }
+
+    let dirs: Vec<PathBuf> = tids
+        .iter()
+        .map(|t| {
+            o.procfs
+                .join(pid.to_string())
+                .join("task")
+                .join(t.to_string())
+        })
+        .collect();
+    let mut last: Vec<Counters> = vec![Counters::default(); dirs.len()];
+    let mut gone = vec![false; dirs.len()];
+    let sample = |last: &mut Vec<Counters>, gone: &mut Vec<bool>| {
+        for (i, d) in dirs.iter().enumerate() {
+            if gone[i] {
+                continue;
+            }
+            match read_counters(d) {
+                Some(s) => last[i] = s,
+                None => gone[i] = true,
+            }
+        }
+    };
+
+    wait_until(o, &mut rt, t0 + o.warmup, || {})?;
+    sample(&mut last, &mut gone);
+    let (start, ticks0, w0) = (last.clone(), cpu_ticks(&o.procfs), Instant::now());
+    let end_at = t0 + Duration::from_secs(o.seconds) - TAIL;
+    wait_until(o, &mut rt, end_at, || sample(&mut last, &mut gone))?;
+    sample(&mut last, &mut gone);
+    let (ticks1, w1) = (cpu_ticks(&o.procfs), Instant::now());
+    let wall = w1 - w0;
+
+    let mut notes = Vec::new();
+    if !wait_exit(o, &mut rt, TAIL + Duration::from_secs(5))? {
+        let by_itself = rt.stop(Duration::from_secs(3));
+        notes.push(format!(
+            "rt-app did not end at its duration; stopped with {} (logs may miss their last lines)",
+            if by_itself { "SIGTERM" } else { "SIGKILL" }
+        ));
+    }
+    drop(rt);
+
+    let counters: Vec<Counters> = start.iter().zip(&last).map(|(a, b)| b.since(a)).collect();
+    let ours: u64 = counters.iter().map(|c| c.run).sum();
+    let (others_cpu, steal_cpu) = match (ticks0, ticks1) {
+        (Some((b0, s0)), Some((b1, s1))) => {
+            // USER_HZ is 100 on Linux whatever CONFIG_HZ is.
+            let busy_ns = (b1 - b0) as f64 * 1e7;
+            let w = wall.as_nanos() as f64;
+            (
+                ((busy_ns - ours as f64) / w).max(0.0),
+                (s1 - s0) as f64 * 1e7 / w,
+            )
+        }
+        _ => (f64::NAN, f64::NAN),
+    };
+    let logs = threads
+        .iter()
+        .enumerate()
+        .map(|(i, th)| read_log(&dir.join(format!("rt-app-{}-{i}.log", th.task)), true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let t0_us = logs
+        .iter()
+        .flatten()
+        .map(|l| l.abs_start_us - l.start_us)
+        .min();
+    Ok(Live {
+        counters,
+        logs,
+        wall,
+        others_cpu,
+        steal_cpu,
+        notes,
+        t0_us,
+    })
+}
+
+/// Measures rt-app's loop on this machine: with a calibration of 1 ns
+/// per loop, `run: 5000` executes 5 000 000 loops; rt-app logs their
+/// count (`perf`) and wall time (`run`). Seven of them, alone in the
+/// run's group; rt-app gets the median, rounded (it takes an integer).
+fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibration, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let json = format!(
+        r#"{{
+	"tasks": {{
+		"calibrate": {{ "loop": 1, "phases": {{ "p": {{ "loop": 7, "run": 5000 }} }} }}
+	}},
+	"global": {{ "calibration": 1, "duration": -1, "logdir": {}, "log_basename": "rt-app" }}
+}}
+"#,
+        serde_json::to_string(&dir.display().to_string()).expect("strings serialise")
+    );
+    let path = dir.join("calibrate.json");
+    std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut rt = start_rtapp(o, groups, &path, dir)?;
+    if !wait_exit(o, &mut rt, Duration::from_secs(30))? {
+        return Err("rt-app's loop measurement did not end within 30 s".into());
+    }
+    drop(rt);
+    let log = dir.join("rt-app-calibrate-0.log");
+    let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut ns: Vec<f64> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<f64> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            // perf (loops) and run (µs)
+            (f.len() >= 3 && f[1] > 0.0).then(|| f[2] * 1e3 / f[1])
+        })
+        .collect();
+    if ns.is_empty() {
+        return Err(format!("{}: no measurement", log.display()));
+    }
+    ns.sort_by(f64::total_cmp);
+    let median = ns[ns.len() / 2];
+    Ok(Calibration {
+        samples: ns.len(),
+        ns_per_loop_min: ns[0],
+        ns_per_loop_median: median,
+        ns_per_loop_max: ns[ns.len() - 1],
+        used: (median.round() as u32).max(1),
+    })
+}
+
+// ---------------------------------------------------------------------
+// The simulated side.
+
+/// Each simulated thread's counters so far.
+fn counters<K: corral_sim::kernel::SchedClass>(
+    m: &corral_sim::machine::Machine<K>,
+) -> Vec<Counters> {
+    (0..m.ntasks())
+        .map(|t| {
+            let s = m.task_stats(t);
+            Counters {
+                run: s.cpu_ns,
+                wait: s.wait_ns,
+                slices: s.switches,
+                migrations: s.migrations,
+                preemptions: s.preemptions,
+            }
+        })
+        .collect()
+}
+
+struct Simulated {
+    names: Vec<String>,
+    counters: Vec<Counters>,
+    logs: Vec<Vec<LogLine>>,
+}
+
+/// The platform file of a case: this machine's CPUs at capacity 1024,
+/// its HZ, and the case's groups under the run's root.
+fn platform_toml(sim: &SimInfo, tick_phase_us: u64, groups: &[(&str, u64)], root: &str) -> String {
+    let mut t = format!(
+        "# corral lab validate: this machine as the simulator sees it.\nkernel = \"eevdf\"\nhz = {}\ntick_phase = \"{}us\"\ncapacities = [{}]\n",
+        sim.hz,
+        tick_phase_us,
+        vec![sim.capacity.to_string(); sim.cpus].join(", ")
+    );
+    for (g, shares) in groups {
+        let _ = write!(t, "\n[groups.\"{root}{g}\"]\nshares = {shares}\n");
+    }
+    t
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_sim(
+    o: &Options,
+    sim: &SimInfo,
+    tick_phase_us: u64,
+    json: &str,
+    json_path: &Path,
+    groups: &[(&str, u64)],
+    root: &str,
+    dir: &Path,
+) -> Result<Simulated, String> {
+    let work = rtapp::parse(json, &json_path.display().to_string()).map_err(|e| e.to_string())?;
+    let toml = platform_toml(sim, tick_phase_us, groups, root);
+    let toml_path = dir.join("platform.toml");
+    std::fs::write(&toml_path, &toml).map_err(|e| format!("{}: {e}", toml_path.display()))?;
+    let spec = platform::parse(&toml, &toml_path.display().to_string())?;
+    let mut m = platform::build(work, &spec, Flavour::Eevdf)?;
+    m.record();
+    m.advance_to(o.warmup.as_nanos() as u64);
+    let a = counters(&m);
+    m.advance_to((Duration::from_secs(o.seconds) - TAIL).as_nanos() as u64);
+    let b = counters(&m);
+    // On to the end, as rt-app goes on, so that the iterations under way
+    // at the window's end are logged on both sides.
+    m.advance_to(Duration::from_secs(o.seconds).as_nanos() as u64);
+    let files = output::rtapp_logs(&m, &dir.join("sim"))
+        .map_err(|e| format!("cannot write the simulator's logs: {e}"))?;
+    let logs = files
+        .iter()
+        .map(|f| read_log(f, false))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Simulated {
+        names: m.stats().into_iter().map(|s| s.name).collect(),
+        counters: a.iter().zip(&b).map(|(a, b)| b.since(a)).collect(),
+        logs,
+    })
+}
+
+// ---------------------------------------------------------------------
+// What the machine is.
+
+fn machine_info(procfs: &Path, rtapp: &Path) -> MachineInfo {
+    let kernel = std::fs::read_to_string(procfs.join("sys/kernel/osrelease"))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let (config, source) = kernel_config(procfs, &kernel);
+    let get = |key: &str| -> Option<String> {
+        config.lines().find_map(|l| {
+            l.strip_prefix(key)
+                .and_then(|r| r.strip_prefix('='))
+                .map(str::to_string)
+        })
+    };
+    let hz = get("CONFIG_HZ").and_then(|v| v.parse().ok());
+    let built = [
+        ("CONFIG_PREEMPT_NONE", "none"),
+        ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+        ("CONFIG_PREEMPT", "full"),
+        ("CONFIG_PREEMPT_LAZY", "lazy"),
+        ("CONFIG_PREEMPT_RT", "rt"),
+    ]
+    .iter()
+    .find(|(k, _)| get(k).as_deref() == Some("y"))
+    .map(|(k, m)| (k.to_string(), m.to_string()));
+    let cmdline = std::fs::read_to_string(procfs.join("cmdline")).unwrap_or_default();
+    let param = cmdline
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("preempt="))
+        .map(str::to_string);
+    let debugfs = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").ok();
+    let dynamic = get("CONFIG_PREEMPT_DYNAMIC").as_deref() == Some("y");
+    let preempt = match (debugfs, param, built) {
+        (Some(d), _, _) => format!("{} (/sys/kernel/debug/sched/preempt)", d.trim()),
+        (None, Some(p), _) if dynamic => format!("{p} (preempt= on the command line)"),
+        (None, _, Some((k, m))) => format!(
+            "{m} ({k}=y{})",
+            if dynamic {
+                ", PREEMPT_DYNAMIC, no preempt= on the command line"
+            } else {
+                ""
+            }
+        ),
+        _ => "unknown".into(),
+    };
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| corral_core::cpuset::CpuSet::parse(s.trim()).ok())
+        .map_or(2, |c| c.len() as usize);
+    MachineInfo {
+        kernel,
+        config: source,
+        hz,
+        preempt,
+        cpus,
+        rtapp: rtapp.display().to_string(),
+        timer_slack_ns: 1,
+    }
+}
+
+/// The running kernel's configuration: `/boot/config-RELEASE`, else
+/// `/proc/config.gz` (through `gzip -dc`).
+fn kernel_config(procfs: &Path, release: &str) -> (String, String) {
+    let boot = PathBuf::from(format!("/boot/config-{release}"));
+    if let Ok(t) = std::fs::read_to_string(&boot) {
+        return (t, boot.display().to_string());
+    }
+    let gz = procfs.join("config.gz");
+    match Command::new("gzip").arg("-dc").arg(&gz).output() {
+        Ok(out) if out.status.success() => (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            gz.display().to_string(),
+        ),
+        _ => (String::new(), "not found".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_embedded_case_is_accepted_by_the_simulator() {
+        for c in CASES {
+            let Source::Embedded(text) = c.source else {
+                continue;
+            };
+            let json = prepare(
+                text,
+                c.name,
+                "/corral-validate-1",
+                5,
+                16,
+                Path::new("/tmp/x"),
+                c.groups,
+            )
+            .unwrap();
+            let work = rtapp::parse(&json, c.name).unwrap();
+            assert_eq!(work.duration_s, Some(5.0));
+            for t in &work.tasks {
+                let g = t.taskgroup.as_deref().unwrap();
+                assert!(g.starts_with("/corral-validate-1"), "{g}");
+            }
+        }
+    }
+
+    #[test]
+    fn prepare_numbers_repeated_keys_in_order_and_drops_log_size() {
+        let text = r#"{ "tasks": { "a": { "loop": -1, "run": 1, "sleep": 2, "run": 3, "run1": 4, "run": 5 } },
+            "global": { "log_size": "file", "calibration": "CPU0", "duration": 6 } }"#;
+        let out = prepare(text, "t", "/r", 9, 17, Path::new("/logs"), &[]).unwrap();
+        let v = json::parse(&out).unwrap();
+        let a = v.as_object().unwrap()[0].1.as_object().unwrap()[0]
+            .1
+            .as_object()
+            .unwrap();
+        let keys: Vec<&str> = a.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["loop", "run", "sleep", "run2", "run1", "run3", "taskgroup"]
+        );
+        let values: Vec<i64> = a[1..6].iter().map(|(_, v)| v.as_i64().unwrap()).collect();
+        assert_eq!(values, [1, 2, 3, 4, 5]);
+        assert_eq!(a[6].1.as_str(), Some("/r"));
+        // The simulator reads the same sequence of events as before.
+        let w = rtapp::parse(&out, "t").unwrap();
+        let w0 = rtapp::parse(text, "t").unwrap();
+        assert_eq!(
+            format!("{:?}", w.tasks[0].phases),
+            format!("{:?}", w0.tasks[0].phases)
+        );
+        let g = v.as_object().unwrap()[1].1.as_object().unwrap();
+        assert!(!g.iter().any(|(k, _)| k == "log_size"));
+        let get = |k: &str| g.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+        assert_eq!(get("duration").unwrap().as_i64(), Some(9));
+        assert_eq!(get("calibration").unwrap().as_i64(), Some(17));
+        assert_eq!(get("logdir").unwrap().as_str(), Some("/logs"));
+    }
+
+    #[test]
+    fn the_tick_phase_is_the_distance_to_the_next_multiple_of_the_tick() {
+        // HZ 250: ticks at multiples of 4000 µs.
+        assert_eq!(tick_phase(Some(8_000), 250), 0);
+        assert_eq!(tick_phase(Some(8_001), 250), 3_999);
+        assert_eq!(tick_phase(Some(11_500), 250), 500);
+        assert_eq!(tick_phase(None, 250), 0);
+        assert_eq!(tick_phase(Some(1_001), 1000), 999);
+    }
+
+    #[test]
+    fn instances_pair_by_rank_of_share_and_other_threads_with_themselves() {
+        let th = |task: &str| Thread {
+            task: task.into(),
+            name: String::new(),
+            group: String::new(),
+        };
+        let threads = [th("periodic"), th("hog"), th("hog"), th("hog")];
+        let side = |share: f64| Side {
+            share,
+            ..Default::default()
+        };
+        let live = [side(0.09), side(0.99), side(0.90), side(0.95)];
+        let sim = [0.07, 0.93, 0.97, 0.96].map(|s| Some(side(s)));
+        // Live, hog-0 > hog-2 > hog-1; simulated, hog-1 > hog-2 > hog-0.
+        assert_eq!(pair_instances(&threads, &live, &sim), [0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn runs_that_stall_differently_are_not_compared() {
+        assert_eq!(diverged(Some(9.7), Some(9.6), 9.75), None);
+        assert!(diverged(Some(1.46), Some(9.7), 9.75)
+            .unwrap()
+            .starts_with("live, every thread stopped at 1.46 s"));
+        assert!(diverged(Some(9.7), None, 9.75)
+            .unwrap()
+            .starts_with("simulated, every thread stopped before"));
+        assert_eq!(diverged(Some(2.0), Some(2.2), 9.75), None);
+        assert!(diverged(Some(2.0), Some(5.0), 9.75).is_some());
+    }
+
+    #[test]
+    fn a_taskgroup_without_shares_is_refused() {
+        let text = r#"{ "tasks": { "a": { "taskgroup": "/x", "run": 1 } } }"#;
+        let e = prepare(text, "t", "/r", 9, 17, Path::new("/l"), &[]).unwrap_err();
+        assert!(e.contains("\"/x\""), "{e}");
+    }
+
+    #[test]
+    fn logs_from_both_sides_parse_to_the_same_window_times() {
+        let live = "# Policy : SCHED_OTHER priority : 0\n#idx perf run period start end rel_st slack c_duration c_period wu_lat\n   0 62500 1360 10086 39619892239 39619902326 1500000 8626 1000 10000 96\n";
+        let sim = "# Policy : SCHED_OTHER priority : 0\n#idx perf run period start end rel_st slack c_duration c_period wu_lat\n   0 0 1000 10086 1500000 1510086 12 8626 1000 10000 96\n";
+        let a = parse_log(live, Path::new("live"), true).unwrap();
+        let b = parse_log(sim, Path::new("sim"), false).unwrap();
+        let relative = |v: &[LogLine]| {
+            v.iter()
+                .map(|l| LogLine {
+                    abs_start_us: 0,
+                    ..*l
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(relative(&a), relative(&b));
+        assert_eq!(a[0].abs_start_us - a[0].start_us, 39619892239 - 1500000);
+        let c = Counters {
+            run: 1_000_000,
+            slices: 1,
+            ..Default::default()
+        };
+        let s = side(
+            &c,
+            10_000_000,
+            &a,
+            (Duration::from_secs(1), Duration::from_secs(2)),
+        );
+        assert_eq!(s.wakeups, 1);
+        assert_eq!(s.wu_lat_p50_us, Some(96.0));
+        assert_eq!(s.resp_p50_us, Some(1374.0));
+        assert_eq!(s.share, 0.1);
+    }
+}

@@ -329,6 +329,15 @@ pub enum LabCommand {
     /// CPUs); per task CPU share and wake-up latency side by side. Needs
     /// root and rt-app; creates and removes its own cgroups.
     Validate(ValidateArgs),
+    /// The scenarios of the test VM (scripts/vm-test), run inside it:
+    /// v2 backend, hot-plug, the CPU count detector, 4 CPUs. Refuses to
+    /// run unless the kernel command line has corral.vmtest=1.
+    #[command(hide = true)]
+    VmGuest {
+        /// Write the JSON report here.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
     /// The workload programs the experiments start (for experiments and
     /// by hand).
     #[command(subcommand)]

@@ -16,6 +16,7 @@
 //! - [`overhead`]: the daemon's own CPU and memory with a thousand threads.
 //! - [`validate`]: the simulator against this kernel, rt-app workloads
 //!   run live and simulated from the same JSON.
+//! - [`vmguest`]: the scenarios `scripts/vm-test` runs in its QEMU guest.
 //! - [`work`]: the workload programs (`corral lab work …`).
 
 pub mod boost_bench;
@@ -27,4 +28,5 @@ pub mod latency;
 pub mod overhead;
 pub mod parallel;
 pub mod validate;
+pub mod vmguest;
 pub mod work;

@@ -107,12 +107,12 @@ impl Layout {
                     }
                     if !has(&delegated, c) {
                         return Err(format!(
-                            "{}/cgroup.subtree_control does not enable {c} ({:?}); corral does not change the \
-                             host's hierarchy above its own group: enable it (echo +{c} > {}/cgroup.subtree_control) \
+                            "{} does not enable {c} ({:?}); corral does not change the \
+                             host's hierarchy above its own group: enable it (echo +{c} > {}) \
                              or use --cgroup v1",
-                            unified.display(),
+                            unified.join("cgroup.subtree_control").display(),
                             delegated.trim(),
-                            unified.display()
+                            unified.join("cgroup.subtree_control").display()
                         ));
                     }
                 }

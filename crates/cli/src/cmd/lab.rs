@@ -650,3 +650,29 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `corral lab vm-guest` (issue 7): the test VM's scenarios, run inside it.
+pub fn vm_guest(out: &std::path::Path) -> anyhow::Result<ExitCode> {
+    use corral_lab::vmguest;
+    anyhow::ensure!(
+        vmguest::in_test_vm(),
+        "corral lab vm-guest runs only inside scripts/vm-test's VM (kernel command line corral.vmtest=1): it takes CPUs offline"
+    );
+    let exe = std::env::current_exe().context("cannot find this corral binary")?;
+    let report = vmguest::run(&exe);
+    let text = serde_json::to_string_pretty(&report)?;
+    std::fs::write(out, text + "\n").with_context(|| format!("cannot write {}", out.display()))?;
+    let failed = report.checks.iter().filter(|c| !c.pass).count();
+    eprintln!(
+        "corral lab vm-guest: {} on {}: {} checks, {failed} failed, {:.0} s",
+        report.kernel,
+        report.present,
+        report.checks.len(),
+        report.seconds
+    );
+    Ok(if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,759 @@
+//! `corral lab vm-guest`: the scenarios `scripts/vm-test` runs inside a
+//! throwaway QEMU guest (4 CPUs, pure cgroup v2, CPU hot-plug allowed),
+//! where corral can do what this machine forbids: take CPUs offline, use
+//! the v2 backend, plan for more than two CPUs.
+//!
+//! It drives the real `corral` binary it is part of: `corral run` as the
+//! daemon (v2, scoped to the workload's PIDs), `corral lab work` as the
+//! workloads, `corral cpus --json` as the detector, and checks what the
+//! daemon says (`status` over its socket) against what the kernel shows
+//! (`/sys/fs/cgroup`, `/proc`). Each check prints `PASS`/`FAIL` with its
+//! figures; the report is JSON.
+//!
+//! It refuses to run unless the kernel command line carries
+//! `corral.vmtest=1`, which only the test VM's boot sets: it offlines CPUs.
+
+use corral_core::cpuset::CpuSet;
+use corral_core::plan::GroupKind;
+use corral_core::share::shares_to_weight;
+use corral_daemon::api::{Command as Api, Status};
+use corral_daemon::server;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const CGROUP: &str = "/sys/fs/cgroup";
+const SOCKET: &str = "/run/corral-vm.sock";
+const CPU_DIR: &str = "/sys/devices/system/cpu";
+/// The daemon's interval in the guest.
+pub const INTERVAL_MS: u64 = 250;
+/// How long a plan may take to appear under TCG, which runs the guest
+/// ten to fifty times slower than the host.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// One check's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub scenario: &'static str,
+    pub name: String,
+    pub pass: bool,
+    pub detail: String,
+}
+
+/// What the guest found.
+#[derive(Debug, Clone, Serialize)]
+pub struct GuestReport {
+    pub kernel: String,
+    pub present: String,
+    pub interval_ms: u64,
+    pub checks: Vec<Check>,
+    pub passed: bool,
+    pub seconds: f64,
+}
+
+/// Whether this is the test VM (`corral.vmtest=1` on the command line).
+pub fn in_test_vm() -> bool {
+    std::fs::read_to_string("/proc/cmdline")
+        .map(|c| c.split_whitespace().any(|w| w == "corral.vmtest=1"))
+        .unwrap_or(false)
+}
+
+/// Runs the four scenarios with `exe` (this `corral` binary).
+pub fn run(exe: &Path) -> GuestReport {
+    let start = Instant::now();
+    let mut g = Guest {
+        exe: exe.to_path_buf(),
+        checks: Vec::new(),
+        workloads: Vec::new(),
+        daemon: None,
+    };
+    g.v2_backend();
+    g.hotplug();
+    g.cpu_count();
+    g.four_cpus();
+    g.end_workloads();
+    for cpu in 1..64 {
+        let _ = set_online(cpu, true);
+    }
+    let passed = !g.checks.is_empty() && g.checks.iter().all(|c| c.pass);
+    GuestReport {
+        kernel: read("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .into(),
+        present: read(&format!("{CPU_DIR}/present"))
+            .unwrap_or_default()
+            .trim()
+            .into(),
+        interval_ms: INTERVAL_MS,
+        checks: g.checks,
+        passed,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+struct Guest {
+    exe: PathBuf,
+    checks: Vec<Check>,
+    workloads: Vec<(String, Child)>,
+    daemon: Option<Child>,
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+fn online() -> CpuSet {
+    read(&format!("{CPU_DIR}/online"))
+        .and_then(|s| CpuSet::parse(s.trim()).ok())
+        .unwrap_or_default()
+}
+
+fn set_online(cpu: u32, on: bool) -> std::io::Result<()> {
+    let path = format!("{CPU_DIR}/cpu{cpu}/online");
+    if !Path::new(&path).exists() {
+        return Ok(());
+    }
+    std::fs::write(&path, if on { "1" } else { "0" })
+}
+
+/// The v2 cgroup of process `pid` ("/a/b").
+fn cgroup_of(pid: u32) -> String {
+    read(&format!("/proc/{pid}/cgroup"))
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+        })
+        .unwrap_or_default()
+}
+
+/// A thread's CPU time so far, ns (`schedstat`).
+fn run_ns(pid: u32) -> u64 {
+    read(&format!("/proc/{pid}/schedstat"))
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn groups_of(s: &Status, kind: GroupKind) -> Vec<&corral_daemon::api::GroupStatus> {
+    s.groups.iter().filter(|g| g.kind == kind).collect()
+}
+
+/// The group (name, kind, CPUs) thread `tid` is in, per the daemon.
+fn placed(s: &Status, tid: u32) -> Option<(String, GroupKind, CpuSet)> {
+    let t = s.threads.iter().find(|t| t.tid == tid)?;
+    let name = t.group.clone()?;
+    let g = s.groups.iter().find(|g| g.name == name)?;
+    Some((name, g.kind, g.cpus.clone()))
+}
+
+impl Guest {
+    fn check(&mut self, scenario: &'static str, name: &str, pass: bool, detail: String) {
+        eprintln!(
+            "{} {scenario}: {name}: {detail}",
+            if pass { "PASS" } else { "FAIL" }
+        );
+        self.checks.push(Check {
+            scenario,
+            name: name.into(),
+            pass,
+            detail,
+        });
+    }
+
+    /// Starts `corral lab work ARGS` as `name`; its PID.
+    fn work(&mut self, name: &str, args: &[&str]) -> u32 {
+        let child = Command::new(&self.exe)
+            .args(["lab", "work"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("cannot start a workload");
+        let pid = child.id();
+        self.workloads.push((name.into(), child));
+        pid
+    }
+
+    fn end_workloads(&mut self) {
+        for (_, mut c) in self.workloads.drain(..) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts `corral run` on v2 scoped to `pids`; true once it answers.
+    fn start_daemon(&mut self, pids: &[u32]) -> bool {
+        let _ = std::fs::remove_file(SOCKET);
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["run", "--cgroup", "v2", "--socket", SOCKET])
+            .args(["--interval", &INTERVAL_MS.to_string()])
+            .stdin(Stdio::null());
+        for p in pids {
+            cmd.args(["--scope-pid", &p.to_string()]);
+        }
+        match cmd.spawn() {
+            Ok(c) => self.daemon = Some(c),
+            Err(e) => {
+                eprintln!("cannot start corral run: {e}");
+                return false;
+            }
+        }
+        let deadline = Instant::now() + SETTLE;
+        while Instant::now() < deadline {
+            if self.status().is_some() {
+                return true;
+            }
+            if let Some(Ok(Some(s))) = self.daemon.as_mut().map(|d| d.try_wait()) {
+                eprintln!("corral run ended at once: {s}");
+                self.daemon = None;
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// SIGTERM to the daemon; its exit status (killed after 30 s).
+    fn stop_daemon(&mut self) -> Option<std::process::ExitStatus> {
+        let mut d = self.daemon.take()?;
+        let pid = rustix::process::Pid::from_raw(d.id() as i32)?;
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = d.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = d.kill();
+        let _ = d.wait();
+        None
+    }
+
+    fn status(&self) -> Option<Status> {
+        let r = server::request(Path::new(SOCKET), Api::Status).ok()?;
+        serde_json::from_value(r.result?).ok()
+    }
+
+    /// Polls the daemon until `want` holds (or `limit`); the last status
+    /// and how long it took.
+    fn wait_for(
+        &self,
+        limit: Duration,
+        want: impl Fn(&Status) -> bool,
+    ) -> (Option<Status>, Duration, bool) {
+        let t0 = Instant::now();
+        let mut last = None;
+        while t0.elapsed() < limit {
+            if let Some(s) = self.status() {
+                if want(&s) {
+                    return (Some(s), t0.elapsed(), true);
+                }
+                last = Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        (last, t0.elapsed(), false)
+    }
+
+    /// Whether the daemon's groups on disk are as planned: cpuset.cpus and
+    /// cpu.weight of each, and a non-empty effective CPU set.
+    fn groups_as_planned(&mut self, scenario: &'static str, s: &Status) {
+        let mut bad = Vec::new();
+        let mut seen = Vec::new();
+        for g in &s.groups {
+            let dir = Path::new(CGROUP).join("corral").join(&g.name);
+            let file =
+                |f: &str| read(&dir.join(f).display().to_string()).map(|t| t.trim().to_string());
+            let cpus = file("cpuset.cpus").and_then(|t| CpuSet::parse(&t).ok());
+            let eff = file("cpuset.cpus.effective").and_then(|t| CpuSet::parse(&t).ok());
+            let weight = file("cpu.weight").and_then(|t| t.parse::<u64>().ok());
+            let want_w = shares_to_weight(g.shares);
+            if cpus.as_ref() != Some(&g.cpus) {
+                bad.push(format!(
+                    "{}: cpuset.cpus {:?}, planned {}",
+                    g.name,
+                    cpus.map(|c| c.to_string()),
+                    g.cpus
+                ));
+            }
+            if eff.as_ref().is_none_or(|e| e.is_empty()) {
+                bad.push(format!("{}: empty cpuset.cpus.effective", g.name));
+            }
+            if weight != Some(want_w) {
+                bad.push(format!(
+                    "{}: cpu.weight {weight:?}, planned {want_w}",
+                    g.name
+                ));
+            }
+            seen.push(format!("{} cpus {} weight {}", g.name, g.cpus, want_w));
+        }
+        let pass = bad.is_empty() && !s.groups.is_empty();
+        let detail = if pass {
+            seen.join("; ")
+        } else {
+            bad.join("; ")
+        };
+        self.check(
+            scenario,
+            "weights and CPU sets on disk as planned",
+            pass,
+            detail,
+        );
+    }
+
+    // -----------------------------------------------------------------
+    // 1. The v2 backend.
+
+    fn v2_backend(&mut self) {
+        const S: &str = "v2 backend";
+        let v2 = read("/proc/self/mountinfo").is_some_and(|m| {
+            m.lines()
+                .any(|l| l.contains(" - cgroup2 ") && l.contains(" /sys/fs/cgroup "))
+        });
+        let v1 = read("/proc/self/mountinfo")
+            .is_some_and(|m| m.lines().any(|l| l.contains(" - cgroup ")));
+        self.check(
+            S,
+            "pure cgroup v2",
+            v2 && !v1,
+            format!("cgroup2 at {CGROUP}: {v2}; v1 hierarchies: {v1}"),
+        );
+        let hog = self.work("hog", &["hog"]);
+        let periodic = self.work(
+            "periodic",
+            &[
+                "periodic",
+                "--period-ms",
+                "10",
+                "--run-ms",
+                "1",
+                "--periods",
+                "100000000",
+                "--catch-up",
+            ],
+        );
+        let light = self.work(
+            "light",
+            &[
+                "periodic",
+                "--period-ms",
+                "250",
+                "--run-ms",
+                "5",
+                "--periods",
+                "100000000",
+            ],
+        );
+        let pids = [hog, periodic, light];
+        let before: Vec<String> = pids.iter().map(|&p| cgroup_of(p)).collect();
+        if !self.start_daemon(&pids) {
+            self.check(
+                S,
+                "daemon starts on v2",
+                false,
+                "no answer on its socket".into(),
+            );
+            return;
+        }
+        let (s, took, ok) = self.wait_for(SETTLE, |s| {
+            matches!(placed(s, hog), Some((_, GroupKind::Dedicated, ref c)) if c.len() == 1)
+                && matches!(placed(s, periodic), Some((_, GroupKind::Latency, _)))
+        });
+        let Some(s) = s else {
+            self.check(S, "daemon answers status", false, "no status".into());
+            return;
+        };
+        let hog_at = placed(&s, hog);
+        let per_at = placed(&s, periodic);
+        let light_at = placed(&s, light);
+        self.check(
+            S,
+            "the hog gets a dedicated CPU",
+            ok && matches!(hog_at, Some((_, GroupKind::Dedicated, _))),
+            format!("hog in {hog_at:?} after {:.1} s", took.as_secs_f64()),
+        );
+        self.check(
+            S,
+            "the 10 ms / 1 ms thread gets the protected group",
+            matches!(per_at, Some((_, GroupKind::Latency, _))),
+            format!("periodic in {per_at:?}"),
+        );
+        self.check(
+            S,
+            "the light thread is not on the dedicated CPU",
+            !matches!(light_at, Some((_, GroupKind::Dedicated, _))),
+            format!("light in {light_at:?}"),
+        );
+        // The dedicated CPU is the hog's alone.
+        if let Some((name, _, cpus)) = &hog_at {
+            let shared: Vec<String> = s
+                .groups
+                .iter()
+                .filter(|g| &g.name != name && !g.cpus.intersection(cpus).is_empty())
+                .map(|g| g.name.clone())
+                .collect();
+            self.check(
+                S,
+                "no other group has the dedicated CPU",
+                shared.is_empty(),
+                format!("{name} on {cpus}; others on it: {shared:?}"),
+            );
+            let cg = cgroup_of(hog);
+            self.check(
+                S,
+                "the hog's cgroup on disk is its group",
+                cg == format!("/corral/{name}"),
+                format!("/proc/{hog}/cgroup: {cg}"),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2 * INTERVAL_MS));
+        if let Some(s) = self.status() {
+            self.groups_as_planned(S, &s);
+        }
+        let exit = self.stop_daemon();
+        self.check(
+            S,
+            "SIGTERM ends the daemon cleanly",
+            exit.is_some_and(|e| e.success()),
+            format!("exit {exit:?}"),
+        );
+        let left = Path::new(CGROUP).join("corral").exists();
+        self.check(
+            S,
+            "its groups are removed",
+            !left,
+            format!("{CGROUP}/corral exists: {left}"),
+        );
+        let after: Vec<String> = pids.iter().map(|&p| cgroup_of(p)).collect();
+        self.check(
+            S,
+            "every thread is back in its own cgroup",
+            after == before,
+            format!("before {before:?}, after {after:?}"),
+        );
+        self.end_workloads();
+    }
+
+    // -----------------------------------------------------------------
+    // 2. Hot-plug while the daemon runs.
+
+    fn hotplug(&mut self) {
+        const S: &str = "hot-plug";
+        let hog = self.work("hog", &["hog"]);
+        let periodic = self.work(
+            "periodic",
+            &[
+                "periodic",
+                "--period-ms",
+                "10",
+                "--run-ms",
+                "1",
+                "--periods",
+                "100000000",
+                "--catch-up",
+            ],
+        );
+        let light = self.work(
+            "light",
+            &[
+                "periodic",
+                "--period-ms",
+                "250",
+                "--run-ms",
+                "5",
+                "--periods",
+                "100000000",
+            ],
+        );
+        let pids = [hog, periodic, light];
+        // Put the hog on CPU 3, the first to go: the planner keeps a heavy
+        // thread's dedicated core where it runs, so the hot-plug below
+        // takes the dedicated core away. Its affinity is then all CPUs
+        // again; nothing else makes it leave CPU 3.
+        let pin = |cpus: &[usize]| {
+            let mut set = rustix::thread::CpuSet::new();
+            for &c in cpus {
+                set.set(c);
+            }
+            rustix::thread::sched_setaffinity(rustix::process::Pid::from_raw(hog as i32), &set)
+        };
+        let pinned = pin(&[3]).is_ok();
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = pin(&[0, 1, 2, 3]);
+        let cpu_now = read(&format!("/proc/{hog}/stat")).and_then(|t| {
+            t.rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(36)?
+                .parse::<u32>()
+                .ok()
+        });
+        eprintln!(
+            "hot-plug: hog {hog} pinned to CPU 3 and released ({pinned}); runs on {cpu_now:?}"
+        );
+        if !self.start_daemon(&pids) {
+            self.check(S, "daemon starts", false, "no answer on its socket".into());
+            return;
+        }
+        let (s, _, ok) = self.wait_for(SETTLE, |s| {
+            matches!(placed(s, hog), Some((_, GroupKind::Dedicated, _)))
+        });
+        if !ok {
+            self.check(
+                S,
+                "a dedicated core to start with",
+                false,
+                format!("{:?}", s.map(|s| s.groups)),
+            );
+            self.stop_daemon();
+            self.end_workloads();
+            return;
+        }
+        // A watcher: no group of corral's may ever show an empty
+        // effective CPU set.
+        let stop = Arc::new(AtomicBool::new(false));
+        let empties = Arc::new(Mutex::new(Vec::<String>::new()));
+        let samples = Arc::new(Mutex::new(0u64));
+        let watcher = {
+            let (stop, empties, samples) = (stop.clone(), empties.clone(), samples.clone());
+            std::thread::spawn(move || {
+                let root = Path::new(CGROUP).join("corral");
+                while !stop.load(Ordering::SeqCst) {
+                    for e in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+                        if !e.path().is_dir() {
+                            continue;
+                        }
+                        // A group being removed can vanish between the
+                        // listing and the read.
+                        if let Ok(t) =
+                            std::fs::read_to_string(e.path().join("cpuset.cpus.effective"))
+                        {
+                            if t.trim().is_empty() && e.path().exists() {
+                                empties
+                                    .lock()
+                                    .unwrap()
+                                    .push(e.file_name().to_string_lossy().into());
+                            }
+                        }
+                    }
+                    *samples.lock().unwrap() += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        let mut moved = Vec::new();
+        for (cpu, on) in [(3, false), (2, false), (2, true), (3, true)] {
+            let before = self.status();
+            let dedicated_before = before.as_ref().and_then(|s| placed(s, hog)).map(|p| p.2);
+            let step0 = before.as_ref().map_or(0, |s| s.step);
+            let runs0: Vec<u64> = pids.iter().map(|&p| run_ns(p)).collect();
+            if let Err(e) = set_online(cpu, on) {
+                self.check(
+                    S,
+                    &format!("cpu{cpu} {}", if on { "online" } else { "offline" }),
+                    false,
+                    e.to_string(),
+                );
+                continue;
+            }
+            let now_online = online();
+            let want = now_online.clone();
+            let (s, took, ok) = self.wait_for(SETTLE, |s| {
+                s.online == want
+                    && s.groups.iter().all(|g| g.cpus.is_subset(&want))
+                    && (!on || s.groups.iter().any(|g| g.cpus.contains(cpu)))
+                    && matches!(placed(s, hog), Some((_, GroupKind::Dedicated, ref c)) if c.is_subset(&want))
+            });
+            let steps = s.as_ref().map_or(0, |s| s.step.saturating_sub(step0));
+            let label = format!("cpu{cpu} {}", if on { "online" } else { "offline" });
+            // Within one interval: the first step to start after the
+            // change (at most two steps after the status read before it,
+            // one of which may have been under way).
+            self.check(
+                S,
+                &format!("{label}: the plan covers only the online CPUs within one interval"),
+                ok && steps <= 2,
+                format!(
+                    "online {now_online}; plan updated after {:.0} ms, {steps} step(s) (interval {INTERVAL_MS} ms); groups {:?}",
+                    took.as_secs_f64() * 1e3,
+                    s.as_ref().map(|s| s.groups.iter().map(|g| format!("{}={}", g.name, g.cpus)).collect::<Vec<_>>())
+                ),
+            );
+            let dedicated_after = s.as_ref().and_then(|s| placed(s, hog)).map(|p| p.2);
+            if !on && dedicated_before.as_ref().is_some_and(|c| c.contains(cpu)) {
+                let ok = dedicated_after
+                    .as_ref()
+                    .is_some_and(|c| !c.contains(cpu) && !c.is_empty() && c.is_subset(&now_online));
+                moved.push(cpu);
+                self.check(
+                    S,
+                    &format!("{label}: the dedicated core moves off it"),
+                    ok,
+                    format!("hog's core {dedicated_before:?} -> {dedicated_after:?}"),
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            let runs1: Vec<u64> = pids.iter().map(|&p| run_ns(p)).collect();
+            let stalled: Vec<u32> = pids
+                .iter()
+                .zip(runs0.iter().zip(&runs1))
+                .filter(|(_, (a, b))| b <= a)
+                .map(|(p, _)| *p)
+                .collect();
+            self.check(
+                S,
+                &format!("{label}: every managed thread keeps running"),
+                stalled.is_empty(),
+                format!(
+                    "CPU ms gained: {:?}",
+                    runs0
+                        .iter()
+                        .zip(&runs1)
+                        .map(|(a, b)| (b - a) / 1_000_000)
+                        .collect::<Vec<_>>()
+                ),
+            );
+        }
+        stop.store(true, Ordering::SeqCst);
+        let _ = watcher.join();
+        let empties = empties.lock().unwrap().clone();
+        let samples = *samples.lock().unwrap();
+        self.check(
+            S,
+            "no group ever had an empty effective CPU set",
+            empties.is_empty() && samples > 0,
+            format!("{samples} samples of every group; empty: {empties:?}"),
+        );
+        self.check(
+            S,
+            "the dedicated core was on a CPU taken away",
+            !moved.is_empty(),
+            format!("moved off CPU(s) {moved:?}"),
+        );
+        if let Some(s) = self.status() {
+            self.groups_as_planned(S, &s);
+        }
+        let exit = self.stop_daemon();
+        let left = Path::new(CGROUP).join("corral").exists();
+        self.check(
+            S,
+            "SIGTERM ends the daemon and removes its groups",
+            exit.is_some_and(|e| e.success()) && !left,
+            format!("exit {exit:?}; {CGROUP}/corral exists: {left}"),
+        );
+        self.end_workloads();
+    }
+
+    // -----------------------------------------------------------------
+    // 3. Paper 003's detector with CPUs offline.
+
+    fn cpu_count(&mut self) {
+        const S: &str = "cpu count";
+        let offlined = [3, 2].iter().all(|&c| set_online(c, false).is_ok());
+        let out = Command::new(&self.exe).args(["cpus", "--json"]).output();
+        for c in [2, 3] {
+            let _ = set_online(c, true);
+        }
+        let v: Option<serde_json::Value> = out
+            .ok()
+            .and_then(|o| serde_json::from_slice(&o.stdout).ok());
+        let get = |p: &str| v.as_ref().and_then(|v| v.pointer(p)).cloned();
+        let (on, present, threads) = (
+            get("/inputs/online"),
+            get("/inputs/present"),
+            get("/recommendation/threads"),
+        );
+        self.check(
+            S,
+            "with CPUs 2-3 offline: online 0-1, present 0-3, recommends 4",
+            offlined
+                && on.as_ref().and_then(|v| v.as_str()) == Some("0-1")
+                && present.as_ref().and_then(|v| v.as_str()) == Some("0-3")
+                && threads.as_ref().and_then(|v| v.as_u64()) == Some(4),
+            format!(
+                "online {on:?}, present {present:?}, threads {threads:?}; reasons {:?}",
+                get("/recommendation/reasons")
+            ),
+        );
+    }
+
+    // -----------------------------------------------------------------
+    // 4. Four CPUs, two hogs.
+
+    fn four_cpus(&mut self) {
+        const S: &str = "4 CPUs";
+        let all = online();
+        self.check(S, "4 CPUs online", all.len() == 4, format!("online {all}"));
+        let h1 = self.work("hog-1", &["hog"]);
+        let h2 = self.work("hog-2", &["hog"]);
+        let light = self.work(
+            "light",
+            &[
+                "periodic",
+                "--period-ms",
+                "250",
+                "--run-ms",
+                "5",
+                "--periods",
+                "100000000",
+            ],
+        );
+        if !self.start_daemon(&[h1, h2, light]) {
+            self.check(S, "daemon starts", false, "no answer on its socket".into());
+            return;
+        }
+        let (s, took, ok) = self.wait_for(SETTLE, |s| {
+            let a = placed(s, h1);
+            let b = placed(s, h2);
+            match (a, b) {
+                (Some((_, GroupKind::Dedicated, ca)), Some((_, GroupKind::Dedicated, cb))) => {
+                    ca.len() == 1 && cb.len() == 1 && ca != cb
+                }
+                _ => false,
+            }
+        });
+        let s = s.unwrap_or_else(|| panic!("no status from the daemon"));
+        let (a, b) = (placed(&s, h1), placed(&s, h2));
+        self.check(
+            S,
+            "two hogs get two dedicated cores",
+            ok,
+            format!("hog-1 {a:?}, hog-2 {b:?} after {:.1} s", took.as_secs_f64()),
+        );
+        let dedicated: CpuSet = groups_of(&s, GroupKind::Dedicated)
+            .iter()
+            .fold(CpuSet::default(), |acc, g| acc.union(&g.cpus));
+        let rest = all.difference(&dedicated);
+        let shared = groups_of(&s, GroupKind::Shared);
+        let light_at = placed(&s, light);
+        self.check(
+            S,
+            "the rest share the other two",
+            ok && rest.len() == 2
+                && !shared.is_empty()
+                && shared.iter().all(|g| g.cpus == rest)
+                && light_at.as_ref().is_some_and(|(_, _, c)| *c == rest),
+            format!(
+                "dedicated {dedicated}; shared groups {:?}; light in {light_at:?}",
+                shared
+                    .iter()
+                    .map(|g| format!("{}={}", g.name, g.cpus))
+                    .collect::<Vec<_>>()
+            ),
+        );
+        self.groups_as_planned(S, &s);
+        let exit = self.stop_daemon();
+        let left = Path::new(CGROUP).join("corral").exists();
+        self.check(
+            S,
+            "SIGTERM ends the daemon and removes its groups",
+            exit.is_some_and(|e| e.success()) && !left,
+            format!("exit {exit:?}; {CGROUP}/corral exists: {left}"),
+        );
+        self.end_workloads();
+    }
+}

@@ -177,6 +177,40 @@ impl Guest {
         pid
     }
 
+    /// The scenarios' workload: a CPU hog, a 10 ms / 1 ms periodic thread
+    /// and a light thread (5 ms every 250 ms); their PIDs.
+    fn hog_periodic_light(&mut self) -> [u32; 3] {
+        let hog = self.work("hog", &["hog"]);
+        // A late period is skipped, not run back to back: a TCG guest on a
+        // busy host falls behind at times, and catching up would make the
+        // thread look CPU-bound for a while.
+        let periodic = self.work(
+            "periodic",
+            &[
+                "periodic",
+                "--period-ms",
+                "10",
+                "--run-ms",
+                "1",
+                "--periods",
+                "100000000",
+            ],
+        );
+        let light = self.work(
+            "light",
+            &[
+                "periodic",
+                "--period-ms",
+                "250",
+                "--run-ms",
+                "5",
+                "--periods",
+                "100000000",
+            ],
+        );
+        [hog, periodic, light]
+    }
+
     fn end_workloads(&mut self) {
         for (_, mut c) in self.workloads.drain(..) {
             let _ = c.kill();
@@ -322,35 +356,8 @@ impl Guest {
             v2 && !v1,
             format!("cgroup2 at {CGROUP}: {v2}; v1 hierarchies: {v1}"),
         );
-        let hog = self.work("hog", &["hog"]);
-        // A late period is skipped, not run back to back: a TCG guest on a
-        // busy host falls behind at times, and catching up would make the
-        // thread look CPU-bound for a while.
-        let periodic = self.work(
-            "periodic",
-            &[
-                "periodic",
-                "--period-ms",
-                "10",
-                "--run-ms",
-                "1",
-                "--periods",
-                "100000000",
-            ],
-        );
-        let light = self.work(
-            "light",
-            &[
-                "periodic",
-                "--period-ms",
-                "250",
-                "--run-ms",
-                "5",
-                "--periods",
-                "100000000",
-            ],
-        );
-        let pids = [hog, periodic, light];
+        let pids = self.hog_periodic_light();
+        let [hog, periodic, light] = pids;
         let before: Vec<String> = pids.iter().map(|&p| cgroup_of(p)).collect();
         if !self.start_daemon(&pids) {
             self.check(
@@ -445,32 +452,8 @@ impl Guest {
 
     fn hotplug(&mut self) {
         const S: &str = "hot-plug";
-        let hog = self.work("hog", &["hog"]);
-        let periodic = self.work(
-            "periodic",
-            &[
-                "periodic",
-                "--period-ms",
-                "10",
-                "--run-ms",
-                "1",
-                "--periods",
-                "100000000",
-            ],
-        );
-        let light = self.work(
-            "light",
-            &[
-                "periodic",
-                "--period-ms",
-                "250",
-                "--run-ms",
-                "5",
-                "--periods",
-                "100000000",
-            ],
-        );
-        let pids = [hog, periodic, light];
+        let pids = self.hog_periodic_light();
+        let hog = pids[0];
         // Put the hog on CPU 3, the first to go: the planner keeps a heavy
         // thread's dedicated core where it runs, so the hot-plug below
         // takes the dedicated core away. Its affinity is then all CPUs

@@ -250,6 +250,19 @@ impl Guest {
         false
     }
 
+    /// Stops the daemon and checks that it ended cleanly and took its
+    /// groups with it.
+    fn stop_and_check(&mut self, scenario: &'static str) {
+        let exit = self.stop_daemon();
+        let left = Path::new(CGROUP).join("corral").exists();
+        self.check(
+            scenario,
+            "SIGTERM ends the daemon and removes its groups",
+            exit.is_some_and(|e| e.success()) && !left,
+            format!("exit {exit:?}; {CGROUP}/corral exists: {left}"),
+        );
+    }
+
     /// SIGTERM to the daemon; its exit status (killed after 30 s).
     fn stop_daemon(&mut self) -> Option<std::process::ExitStatus> {
         let mut d = self.daemon.take()?;
@@ -533,7 +546,6 @@ impl Guest {
         for (cpu, on) in [(3, false), (2, false), (2, true), (3, true)] {
             let before = self.status();
             let dedicated_before = before.as_ref().and_then(|s| placed(s, hog)).map(|p| p.2);
-            let step0 = before.as_ref().map_or(0, |s| s.step);
             let runs0: Vec<u64> = pids.iter().map(|&p| run_ns(p)).collect();
             if let Err(e) = set_online(cpu, on) {
                 self.check(
@@ -544,6 +556,10 @@ impl Guest {
                 );
                 continue;
             }
+            // Counted from the first status after the change: taking a CPU
+            // down stops every CPU for a while (stop_machine), long under
+            // TCG, and steps during the write still saw the old set.
+            let step0 = self.status().map_or(0, |s| s.step);
             let now_online = online();
             let want = now_online.clone();
             let (s, took, ok) = self.wait_for(SETTLE, |s| {
@@ -555,7 +571,7 @@ impl Guest {
             let steps = s.as_ref().map_or(0, |s| s.step.saturating_sub(step0));
             let label = format!("cpu{cpu} {}", if on { "online" } else { "offline" });
             // Within one interval: the first step to start after the
-            // change (at most two steps after the status read before it,
+            // change (at most two steps after the status read after it,
             // one of which may have been under way).
             self.check(
                 S,
@@ -621,14 +637,7 @@ impl Guest {
         if let Some(s) = self.status() {
             self.groups_as_planned(S, &s);
         }
-        let exit = self.stop_daemon();
-        let left = Path::new(CGROUP).join("corral").exists();
-        self.check(
-            S,
-            "SIGTERM ends the daemon and removes its groups",
-            exit.is_some_and(|e| e.success()) && !left,
-            format!("exit {exit:?}; {CGROUP}/corral exists: {left}"),
-        );
+        self.stop_and_check(S);
         self.end_workloads();
     }
 
@@ -730,14 +739,7 @@ impl Guest {
             ),
         );
         self.groups_as_planned(S, &s);
-        let exit = self.stop_daemon();
-        let left = Path::new(CGROUP).join("corral").exists();
-        self.check(
-            S,
-            "SIGTERM ends the daemon and removes its groups",
-            exit.is_some_and(|e| e.success()) && !left,
-            format!("exit {exit:?}; {CGROUP}/corral exists: {left}"),
-        );
+        self.stop_and_check(S);
         self.end_workloads();
     }
 }

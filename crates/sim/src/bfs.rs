@@ -33,6 +33,7 @@
 use crate::engine::Ns;
 use crate::kernel::{SchedClass, TaskId, Work};
 use crate::rtapp::Policy;
+use crate::runq::ClassicPolicy as Kind;
 use crate::runq::{GlobalCpus, Lists};
 
 /// Less than this left of a quota counts as used up (`RESCHED_US`).
@@ -65,13 +66,6 @@ fn prio_ratios() -> [u64; 40] {
         r[i] = r[i - 1] * 11 / 10;
     }
     r
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Other,
-    Fifo,
-    Rr,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -188,27 +182,13 @@ impl SchedClass for Bfs {
 
     fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
         self.ensure(t);
-        self.tasks[t].kind = match policy {
-            Policy::Other => Kind::Other,
-            Policy::Fifo => Kind::Fifo,
-            Policy::Rr => Kind::Rr,
-            Policy::Batch | Policy::Idle => {
-                return Err(format!(
-                    "bfs: {policy:?} is not modelled (SCHED_OTHER, SCHED_FIFO, SCHED_RR only)"
-                ))
-            }
-        };
+        self.tasks[t].kind = Kind::from_policy("bfs", policy)?;
         Ok(())
     }
 
     fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
         self.ensure(t);
-        if self.tasks[t].kind == Kind::Other {
-            return Err(format!("task {t} is not SCHED_FIFO or SCHED_RR"));
-        }
-        if !(1..=99).contains(&prio) {
-            return Err(format!("RT priority must be 1 to 99, not {prio}"));
-        }
+        self.tasks[t].kind.check_rt_priority(t, prio)?;
         self.tasks[t].rt_priority = prio;
         Ok(())
     }

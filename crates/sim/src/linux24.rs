@@ -85,18 +85,7 @@ impl Tunables24 {
 }
 
 /// A task's scheduling policy under 2.4.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy24 {
-    Other,
-    Fifo,
-    Rr,
-}
-
-impl Policy24 {
-    pub fn is_rt(self) -> bool {
-        self != Policy24::Other
-    }
-}
+pub use crate::runq::ClassicPolicy as Policy24;
 
 /// Not run yet: no CPU earns the PROC_CHANGE_PENALTY bonus.
 pub const NO_CPU: usize = usize::MAX;
@@ -385,28 +374,13 @@ impl<Q: RunQueue24> SchedClass for Sched24<Q> {
 
     fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
         self.ensure(t);
-        self.tasks[t].policy = match policy {
-            Policy::Other => Policy24::Other,
-            Policy::Fifo => Policy24::Fifo,
-            Policy::Rr => Policy24::Rr,
-            Policy::Batch | Policy::Idle => {
-                return Err(format!(
-                "{}: Linux 2.4 has no {policy:?} policy (SCHED_OTHER, SCHED_FIFO, SCHED_RR only)",
-                self.q.name()
-            ))
-            }
-        };
+        self.tasks[t].policy = Policy24::from_policy(self.q.name(), policy)?;
         Ok(())
     }
 
     fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
         self.ensure(t);
-        if !self.tasks[t].policy.is_rt() {
-            return Err(format!("task {t} is not SCHED_FIFO or SCHED_RR"));
-        }
-        if !(1..=99).contains(&prio) {
-            return Err(format!("RT priority must be 1 to 99, not {prio}"));
-        }
+        self.tasks[t].policy.check_rt_priority(t, prio)?;
         self.tasks[t].rt_priority = prio;
         Ok(())
     }

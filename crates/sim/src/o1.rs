@@ -56,6 +56,7 @@
 use crate::engine::Ns;
 use crate::kernel::{SchedClass, TaskId, Work};
 use crate::rtapp::Policy;
+use crate::runq::ClassicPolicy as Kind;
 use crate::runq::Lists;
 
 /// Priorities 0–99 are RT.
@@ -149,13 +150,6 @@ impl PrioArray {
         v.reverse();
         v
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Other,
-    Fifo,
-    Rr,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -372,27 +366,13 @@ impl SchedClass for O1 {
 
     fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
         self.ensure(t);
-        self.tasks[t].kind = match policy {
-            Policy::Other => Kind::Other,
-            Policy::Fifo => Kind::Fifo,
-            Policy::Rr => Kind::Rr,
-            Policy::Batch | Policy::Idle => {
-                return Err(format!(
-                    "o1: {policy:?} is not modelled (SCHED_OTHER, SCHED_FIFO, SCHED_RR only)"
-                ))
-            }
-        };
+        self.tasks[t].kind = Kind::from_policy("o1", policy)?;
         Ok(())
     }
 
     fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
         self.ensure(t);
-        if self.tasks[t].kind == Kind::Other {
-            return Err(format!("task {t} is not SCHED_FIFO or SCHED_RR"));
-        }
-        if !(1..=99).contains(&prio) {
-            return Err(format!("RT priority must be 1 to 99, not {prio}"));
-        }
+        self.tasks[t].kind.check_rt_priority(t, prio)?;
         self.tasks[t].rt_priority = prio;
         self.tasks[t].prio = self.effective_prio(t);
         Ok(())

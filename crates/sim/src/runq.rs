@@ -31,6 +31,46 @@
 
 use crate::engine::Ns;
 use crate::kernel::TaskId;
+use crate::rtapp::Policy;
+
+/// A task's policy in the older models (2.4, the multi-level queue, O(1),
+/// BFS): SCHED_OTHER, SCHED_FIFO or SCHED_RR; SCHED_BATCH and SCHED_IDLE
+/// came later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassicPolicy {
+    Other,
+    Fifo,
+    Rr,
+}
+
+impl ClassicPolicy {
+    pub fn is_rt(self) -> bool {
+        self != ClassicPolicy::Other
+    }
+
+    /// `policy` as model `model` sees it; the error names the model.
+    pub fn from_policy(model: &str, policy: Policy) -> Result<ClassicPolicy, String> {
+        match policy {
+            Policy::Other => Ok(ClassicPolicy::Other),
+            Policy::Fifo => Ok(ClassicPolicy::Fifo),
+            Policy::Rr => Ok(ClassicPolicy::Rr),
+            Policy::Batch | Policy::Idle => Err(format!(
+                "{model}: {policy:?} is not modelled (SCHED_OTHER, SCHED_FIFO, SCHED_RR only)"
+            )),
+        }
+    }
+
+    /// Whether task `t` of this policy may take RT priority `prio`.
+    pub fn check_rt_priority(self, t: TaskId, prio: i32) -> Result<(), String> {
+        if !self.is_rt() {
+            return Err(format!("task {t} is not SCHED_FIFO or SCHED_RR"));
+        }
+        if !(1..=99).contains(&prio) {
+            return Err(format!("RT priority must be 1 to 99, not {prio}"));
+        }
+        Ok(())
+    }
+}
 
 const NIL: u32 = u32::MAX;
 

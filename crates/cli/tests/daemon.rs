@@ -343,3 +343,97 @@ fn config_errors_name_file_line_and_key_and_exit_2() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 13: `corral run --scope-pid $$` started from a shell managed
+/// nothing — the sampler never looked past corral's ancestors. The shell
+/// itself must stay unmanaged; its other descendants are in scope. Run as
+/// a user would: the shell starts the daemon, then a hog. (`--dry-run`
+/// changes nothing, so this runs without root.)
+#[test]
+fn issue_13_scope_pid_of_the_starting_shell_manages_its_other_descendants() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("sock");
+    let script = format!(
+        "\"{BIN}\" run --dry-run --scope-pid $$ --interval 100 --socket '{}' >/dev/null 2>'{}' &\n\
+         echo $!\n\
+         sh -c 'while :; do :; done' &\n\
+         echo $!\n\
+         wait",
+        socket.display(),
+        tmp.path().join("err").display()
+    );
+    let mut shell = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(shell.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut pid = || {
+        use std::io::BufRead;
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        line.trim().parse::<i32>().unwrap()
+    };
+    let (daemon, hog) = (pid(), pid());
+    let kill = |pid: i32, sig| unsafe { libc::kill(pid, sig) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut found = None;
+    while Instant::now() < deadline && found.is_none() {
+        std::thread::sleep(Duration::from_millis(100));
+        found = status(&socket).and_then(|s| {
+            let threads = s["threads"].as_array()?.clone();
+            let pids: Vec<u64> = threads.iter().filter_map(|t| t["pid"].as_u64()).collect();
+            pids.contains(&(hog as u64)).then_some(pids)
+        });
+    }
+    kill(hog, libc::SIGKILL);
+    kill(daemon, libc::SIGTERM);
+    let _ = shell.wait();
+    let err = std::fs::read_to_string(tmp.path().join("err")).unwrap_or_default();
+    let pids = found
+        .unwrap_or_else(|| panic!("the hog {hog} never showed up in status; daemon said:\n{err}"));
+    assert!(
+        !pids.contains(&(shell.id() as u64)),
+        "the shell that started corral is managed: {pids:?}"
+    );
+    assert!(
+        err.contains("never managed itself; its other descendants are"),
+        "no note about the ancestor scope root:\n{err}"
+    );
+}
+
+/// A scope root that cannot be used is refused at start, saying why.
+#[test]
+fn issue_13_a_bad_scope_root_is_reported_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |pid: &str| {
+        Command::new(BIN)
+            .args([
+                "run",
+                "--dry-run",
+                "--once",
+                "--socket",
+                "none",
+                "--scope-pid",
+                pid,
+            ])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap()
+    };
+    // PID_MAX_LIMIT is 2^22: a larger PID never exists.
+    let out = run("4194304");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--scope-pid 4194304: no such process"),
+        "{err}"
+    );
+    // kthreadd (PID 2) is a kernel thread.
+    let out = run("2");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kernel thread"), "{err}");
+}

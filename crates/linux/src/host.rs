@@ -59,6 +59,12 @@ impl LinuxHost {
         })
     }
 
+    /// Checks the scope's roots: an error for one that cannot be used,
+    /// notes for one that is never managed itself ([`Sampler::check_scope`]).
+    pub fn check_scope(&self) -> std::result::Result<Vec<String>, String> {
+        self.sampler.check_scope()
+    }
+
     /// Read each process's executable (for `exe` rules).
     pub fn want_exe(&mut self, yes: bool) {
         self.sampler.want_exe(yes);

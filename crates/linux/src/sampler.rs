@@ -95,6 +95,50 @@ impl Sampler {
         }
     }
 
+    /// Checks the scope's roots before the daemon starts: a `--scope-pid`
+    /// that does not exist, or that is corral itself, is an error; one that
+    /// is never managed itself (PID 1, an ancestor of corral such as the
+    /// shell that started it) gets a note saying that only its other
+    /// descendants are managed.
+    pub fn check_scope(&self) -> std::result::Result<Vec<String>, String> {
+        let mut notes = Vec::new();
+        if let Scope::Pids(roots) = &self.scope {
+            for &pid in roots {
+                if pid == 0
+                    || !self
+                        .paths
+                        .procfs
+                        .join(pid.to_string())
+                        .join("task")
+                        .is_dir()
+                {
+                    return Err(format!("--scope-pid {pid}: no such process"));
+                }
+                if pid == std::process::id() {
+                    return Err(format!(
+                        "--scope-pid {pid} is corral itself: name the process whose threads it should manage"
+                    ));
+                }
+                if is_kernel_process(&self.paths, pid) {
+                    return Err(format!(
+                        "--scope-pid {pid} is a kernel thread: corral manages user threads only"
+                    ));
+                }
+                if self.never.contains(&pid) {
+                    let what = if pid == 1 {
+                        "PID 1"
+                    } else {
+                        "an ancestor of corral (the shell or service that started it)"
+                    };
+                    notes.push(format!(
+                        "--scope-pid {pid} is {what}: never managed itself; its other descendants are"
+                    ));
+                }
+            }
+        }
+        Ok(notes)
+    }
+
     /// Read each process's executable (for `exe` rules).
     pub fn want_exe(&mut self, yes: bool) {
         self.want_exe = yes;
@@ -131,7 +175,24 @@ impl Sampler {
                 queue.extend(self.scoped_pids.keys().copied());
                 let mut seen = HashSet::new();
                 while let Some(pid) = queue.pop() {
-                    if !seen.insert(pid) || self.never.contains(&pid) {
+                    if !seen.insert(pid) {
+                        continue;
+                    }
+                    if self.never.contains(&pid) {
+                        // Never managed itself (PID 1, corral, the shell
+                        // that started corral), but its other descendants
+                        // are in scope: `corral run --scope-pid $$`. Its
+                        // threads are not sampled, so whether they forked
+                        // is unknown: their children are read every pass.
+                        for tid in self.tasks_of(pid) {
+                            let path = self.task_dir(pid, tid).join("children");
+                            if let Ok(Some(text)) = crate::fsutil::read_opt(&path) {
+                                queue.extend(
+                                    text.split_whitespace()
+                                        .filter_map(|p| p.parse::<u32>().ok()),
+                                );
+                            }
+                        }
                         continue;
                     }
                     let tids = self.tasks_of(pid);
@@ -495,6 +556,13 @@ fn read_cpu_cgroup(dir: &Path) -> Option<Arc<str>> {
 fn ppid(paths: &HostPaths, pid: u32) -> Option<u32> {
     let text = std::fs::read_to_string(paths.procfs.join(pid.to_string()).join("stat")).ok()?;
     parse_stat(&text).map(|s| s.ppid)
+}
+
+fn is_kernel_process(paths: &HostPaths, pid: u32) -> bool {
+    std::fs::read_to_string(paths.procfs.join(pid.to_string()).join("stat"))
+        .ok()
+        .and_then(|t| parse_stat(&t))
+        .is_some_and(|s| s.flags & PF_KTHREAD != 0)
 }
 
 fn tgid(paths: &HostPaths, tid: u32) -> Option<u32> {

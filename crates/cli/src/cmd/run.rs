@@ -84,6 +84,11 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
 
     let mut host = LinuxHost::new(paths.clone(), scope, layout, &args.group_name, args.dry_run)
         .context("cannot set up the host")?;
+    // A scope root that cannot be used is refused now, not found out later
+    // from a `status` with no threads.
+    for note in host.check_scope().map_err(anyhow::Error::msg)? {
+        eprintln!("corral: note: {note}");
+    }
     host.want_exe(config.rules.iter().any(|r| r.exe.is_some()));
     let interval = Duration::from_millis(config.daemon.interval_ms);
     let socket_path = config.daemon.socket.clone();

@@ -284,6 +284,77 @@ impl Classifier {
         verdict
     }
 
+    /// A young thread's verdict from its first `window` (from its first
+    /// read to now, at least `young_min_ms`) and the wake-up rates of the
+    /// fast samples within it, as (wake-ups/s, seconds) pairs; `None` while
+    /// it looks light (the intervals decide later).
+    ///
+    /// Heavy and medium by the window's utilisation (it lifts the peak as
+    /// an interval would). Latency-critical by the interval rules applied
+    /// to the window, with regularity judged on the fast samples: a
+    /// periodic thread's count in a sample of `d` seconds is its rate × d
+    /// rounded either way, so their coefficient of variation may exceed
+    /// `max_rate_cv` by that rounding, 1 / (mean rate × mean d).
+    pub fn young(
+        &mut self,
+        tid: u32,
+        window: &ThreadStats,
+        rates: &[(f64, f64)],
+    ) -> Option<Verdict> {
+        let cfg = self.cfg.clone();
+        let lc = &cfg.latency_critical;
+        let mut st = self.states.remove(&tid).unwrap_or(State {
+            peak: 0.0,
+            intensity: Class::Light,
+            latency: false,
+            streak: 0,
+            rates: VecDeque::new(),
+        });
+        st.peak = st.peak.max(window.util);
+        st.intensity = self.intensity(st.intensity, st.peak);
+        let n = rates.len() as f64;
+        let regular = n >= 2.0 && {
+            let mean = rates.iter().map(|r| r.0).sum::<f64>() / n;
+            let mean_d = rates.iter().map(|r| r.1).sum::<f64>() / n;
+            let cv = coefficient_of_variation(&rates.iter().map(|r| r.0).collect());
+            mean > 0.0 && cv <= lc.max_rate_cv + 1.0 / (mean * mean_d)
+        };
+        if lc.enabled
+            && st.intensity == Class::Light
+            && window.util <= lc.max_util
+            && window.wakeups_per_s >= lc.min_wakeups_per_s
+            && window.run_per_wakeup_ns <= lc.max_run_per_wakeup_ms * 1e6
+            && regular
+        {
+            st.latency = true;
+            st.streak = 0;
+            // The interval rules take over with this window's rate.
+            st.rates.clear();
+            st.rates.push_back(window.wakeups_per_s);
+        }
+        let verdict = if st.latency {
+            Some(Verdict {
+                class: Class::LatencyCritical,
+                reason: Reason::Behaviour {
+                    wakeups_per_s: window.wakeups_per_s,
+                    run_per_wakeup_ms: window.run_per_wakeup_ns / 1e6,
+                    rate_cv: 0.0,
+                },
+                peak: st.peak,
+            })
+        } else if st.intensity != Class::Light {
+            Some(Verdict {
+                class: st.intensity,
+                reason: Reason::Peak { peak: st.peak },
+                peak: st.peak,
+            })
+        } else {
+            None
+        };
+        self.states.insert(tid, st);
+        verdict
+    }
+
     /// The verdict of `tid` as it stands, without folding in an interval:
     /// for a boosted thread, whose CPU use while boosted says nothing of
     /// what it needs when it is not.

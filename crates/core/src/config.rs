@@ -27,6 +27,11 @@ pub enum CgroupChoice {
 #[serde(default, deny_unknown_fields)]
 pub struct DaemonConfig {
     pub interval_ms: u64,
+    /// How often threads in their first `young_ms` are sampled; 0 = never
+    /// between intervals.
+    pub fast_interval_ms: u64,
+    /// How long a new thread counts as young.
+    pub young_ms: u64,
     pub cgroup: CgroupChoice,
     pub socket: String,
 }
@@ -35,6 +40,8 @@ impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
             interval_ms: 1000,
+            fast_interval_ms: 50,
+            young_ms: 2000,
             cgroup: CgroupChoice::Auto,
             socket: "/run/corral.sock".into(),
         }
@@ -72,6 +79,8 @@ pub struct ClassifyConfig {
     pub medium: f64,
     pub hysteresis: f64,
     pub peak_half_life_s: f64,
+    /// How long a young thread is watched before it gets a class.
+    pub young_min_ms: u64,
     pub latency_critical: LatencyConfig,
 }
 
@@ -82,6 +91,7 @@ impl Default for ClassifyConfig {
             medium: 0.30,
             hysteresis: 0.05,
             peak_half_life_s: 10.0,
+            young_min_ms: 150,
             latency_critical: LatencyConfig::default(),
         }
     }
@@ -91,6 +101,10 @@ impl Default for ClassifyConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct PlanConfig {
     pub dedicated_cores: bool,
+    /// Whether the other groups leave a dedicated CPU (cpuset) or only
+    /// yield it by weight (work-conserving).
+    pub dedicated_exclusive: bool,
+    pub dedicated_shares: u64,
     pub shared_shares: u64,
     pub latency_shares: u64,
     pub medium_min_cpu: f64,
@@ -104,6 +118,8 @@ impl Default for PlanConfig {
     fn default() -> Self {
         PlanConfig {
             dedicated_cores: true,
+            dedicated_exclusive: false,
+            dedicated_shares: 10240,
             shared_shares: 1024,
             latency_shares: 10240,
             medium_min_cpu: 0.5,
@@ -262,6 +278,25 @@ impl Config {
                 "rates and times must be positive".into(),
             ));
         }
+        let d = &self.daemon;
+        if d.fast_interval_ms != 0 && !(10..=d.interval_ms).contains(&d.fast_interval_ms) {
+            return Err((
+                "daemon.fast_interval_ms".into(),
+                format!(
+                    "must be 0 (off) or 10 to daemon.interval_ms ({}), not {}",
+                    d.interval_ms, d.fast_interval_ms
+                ),
+            ));
+        }
+        if c.young_min_ms == 0 || (d.fast_interval_ms != 0 && c.young_min_ms >= d.young_ms) {
+            return Err((
+                "classify.young_min_ms".into(),
+                format!(
+                    "must be at least 1 and below daemon.young_ms ({}), not {}",
+                    d.young_ms, c.young_min_ms
+                ),
+            ));
+        }
         if !(10..=3_600_000).contains(&self.daemon.interval_ms) {
             return Err((
                 "daemon.interval_ms".into(),
@@ -273,6 +308,7 @@ impl Config {
         }
         for (key, v) in [
             ("plan.shared_shares", self.plan.shared_shares),
+            ("plan.dedicated_shares", self.plan.dedicated_shares),
             ("plan.latency_shares", self.plan.latency_shares),
         ] {
             if !(crate::share::MIN_SHARES..=crate::share::MAX_SHARES).contains(&v) {

@@ -30,6 +30,23 @@ pub trait Host {
     /// Reads every thread in scope.
     fn sample(&mut self) -> Result<Snapshot, Self::Error>;
 
+    /// What happened to threads since the last call (the kernel's process
+    /// connector on the live host): threads born in scope and threads that
+    /// exited. A host without such events returns nothing, and new threads
+    /// are then found by [`Host::sample`] only.
+    fn task_events(&mut self) -> TaskEvents {
+        TaskEvents::default()
+    }
+
+    /// Reads only these threads (tid, pid), between full samples; threads
+    /// that are gone or out of scope are left out.
+    fn sample_threads(&mut self, which: &[(u32, u32)]) -> Result<Snapshot, Self::Error> {
+        let mut snap = self.sample()?;
+        snap.threads
+            .retain(|t| which.iter().any(|&(tid, pid)| tid == t.tid && pid == t.pid));
+        Ok(snap)
+    }
+
     /// Applies one change of a plan.
     fn apply(&mut self, change: &Change) -> Result<(), Self::Error>;
 
@@ -48,6 +65,15 @@ pub trait Host {
 
     /// A one-line description of the backend, for status and logs.
     fn describe(&self) -> String;
+}
+
+/// Threads born and exited since the last [`Host::task_events`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskEvents {
+    /// (tid, pid) of threads that appeared in scope, or ran a new program.
+    pub born: Vec<(u32, u32)>,
+    /// tids of threads that exited.
+    pub exited: Vec<u32>,
 }
 
 /// A thread's state, read quickly.

@@ -2,9 +2,14 @@
 //! (paper 000's placement by CPU intensiveness, paper 002's protected
 //! group), and the difference between two plans.
 //!
-//! - **heavy**: a dedicated core each (a cpuset of one CPU), highest peak
-//!   first, big cores first; never more than online − 1 of them, so the
-//!   rest always keeps a CPU. A heavy thread that keeps its core is
+//! - **heavy**: a dedicated core each (a cpuset of one CPU and a high
+//!   weight), highest peak first, big cores first; never more than
+//!   online − 1 of them, so the rest always keeps a CPU, and none at all
+//!   when more threads want a whole CPU than there are cores to give
+//!   (among equals the kernel's fair split is the fair answer). The other
+//!   groups yield a dedicated CPU by weight and keep it in their cpusets,
+//!   so it is never idle while they wait (`dedicated_exclusive` makes them
+//!   leave it instead, as paper 000 did). A heavy thread that keeps its core is
 //!   preferred over a newcomer within the hysteresis band, so two threads
 //!   of equal peak do not swap cores every interval. A newcomer gets the
 //!   CPU it is running on when that is among the fastest free ones: its
@@ -14,7 +19,7 @@
 //! - **latency-critical**: one group with a high weight on the shared CPUs;
 //!   its members use little CPU, so the weight costs the others little.
 //! - everything else, and heavy threads left without a core: the shared
-//!   group on the CPUs no heavy thread owns (little cores only, on a
+//!   group (little cores only, on a
 //!   heterogeneous machine, when their capacity covers the demand).
 //!
 //! The planner is pure and deterministic: the same inputs give the same
@@ -45,6 +50,10 @@ pub fn boost_name(tid: u32) -> String {
 const INCUMBENT_BONUS: f64 = 0.05;
 /// Headroom the little cores must have over the shared demand.
 const LITTLE_HEADROOM: f64 = 1.25;
+/// A thread runnable this share of the time or more wants a whole CPU,
+/// whatever its class says (four hogs on two CPUs each *get* 0.5, and
+/// their peaks then say only "heavy enough").
+const CPU_BOUND: f64 = 0.9;
 
 /// A managed thread, as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,6 +65,9 @@ pub struct PlanThread {
     pub peak: f64,
     /// Utilisation over the last interval.
     pub util: f64,
+    /// Share of the last interval it was runnable (running or waiting in a
+    /// run queue): what it wanted, whatever it got.
+    pub runnable: f64,
     /// The CPU it last ran on.
     pub cpu: u32,
     /// Where it stands with paper 001's boost.
@@ -215,7 +227,23 @@ pub fn plan(
     } else {
         0
     };
-    let winners = &heavy[..heavy.len().min(slots)];
+    // Among equals no one is dedicated: when more threads want a whole CPU
+    // (heavy, or runnable nearly all the time) than there are cores to
+    // give, a dedicated core would give one of them a CPU and squeeze the
+    // rest onto what is left (paper 000's rule picks one winner; with four
+    // identical hogs on two CPUs that is 1.0 / 0.33 / 0.33 / 0.33 instead
+    // of the kernel's 0.5 each, for no gain in throughput), and every exit
+    // of a short-lived winner (a compiler in a parallel build) re-plans.
+    let wanting = threads
+        .iter()
+        .filter(|t| t.class == Class::Heavy || t.runnable >= CPU_BOUND)
+        .count();
+    let outnumbered = wanting > slots;
+    let winners = if outnumbered {
+        &heavy[..0]
+    } else {
+        &heavy[..heavy.len().min(slots)]
+    };
 
     // CPU preference for dedicated cores: fastest first; among equals the
     // highest id, leaving CPU 0 (where housekeeping and IRQs tend to
@@ -265,14 +293,22 @@ pub fn plan(
                 name: name.clone(),
                 kind: GroupKind::Dedicated,
                 cpus: std::iter::once(*cpu).collect(),
-                shares: cfg.shared_shares,
+                shares: if cfg.dedicated_exclusive {
+                    cfg.shared_shares
+                } else {
+                    cfg.dedicated_shares
+                },
                 slice_ns: None,
                 nice: None,
             },
         );
         out.placements.insert(t.tid, (t.pid, name));
     }
-    if heavy.len() > dedicated.len() {
+    if outnumbered && slots > 0 {
+        out.notes.push(format!(
+            "{wanting} threads want a whole CPU and at most {slots} can have one: none is dedicated, they share"
+        ));
+    } else if heavy.len() > dedicated.len() {
         out.notes.push(format!(
             "{} heavy threads, {} dedicated cores (at most online CPUs - 1): the rest share",
             heavy.len(),
@@ -280,7 +316,19 @@ pub fn plan(
         ));
     }
 
+    // The CPUs no heavy thread owns count for the guarantees (the medium
+    // group's weight); the other groups' cpusets keep the dedicated CPUs
+    // unless `dedicated_exclusive`: a dedicated group's weight already
+    // keeps its CPU for its owner while the owner is runnable, and the
+    // load balancer moves the others off it, yet when the owner blocks or
+    // exits the CPU is used at once (work-conserving). An exclusive cpuset
+    // leaves it idle until the next plan.
     let rest = usable.difference(&taken);
+    let rest_cpus = if cfg.dedicated_exclusive || rest.is_empty() {
+        rest.clone()
+    } else {
+        usable.clone()
+    };
     let others: Vec<&PlanThread> = threads
         .iter()
         .copied()
@@ -303,7 +351,7 @@ pub fn plan(
         .collect();
 
     let shared_cpus = if topo.performance.heterogeneous {
-        let little = rest.intersection(&topo.of_type(CoreType::Little));
+        let little = rest_cpus.intersection(&topo.of_type(CoreType::Little));
         let room: f64 = little
             .iter()
             .map(|c| capacity(c) as f64 / CAPACITY_SCALE as f64)
@@ -312,10 +360,10 @@ pub fn plan(
         if !little.is_empty() && room >= demand * LITTLE_HEADROOM {
             little
         } else {
-            rest.clone()
+            rest_cpus.clone()
         }
     } else {
-        rest.clone()
+        rest_cpus.clone()
     };
 
     let mut add = |name: &str, kind, cpus: &CpuSet, shares, members: &[&PlanThread]| {
@@ -348,11 +396,17 @@ pub fn plan(
         rest.len(),
         cfg.shared_shares,
     );
-    add(MEDIUM, GroupKind::Medium, &rest, medium_shares, &medium);
+    add(
+        MEDIUM,
+        GroupKind::Medium,
+        &rest_cpus,
+        medium_shares,
+        &medium,
+    );
     add(
         LATENCY,
         GroupKind::Latency,
-        &rest,
+        &rest_cpus,
         cfg.latency_shares,
         &latency,
     );
@@ -394,7 +448,7 @@ pub fn plan(
                 name: name.clone(),
                 kind: GroupKind::Boost,
                 cpus: if latency {
-                    rest.clone()
+                    rest_cpus.clone()
                 } else {
                     shared_cpus.clone()
                 },
@@ -511,6 +565,7 @@ mod tests {
             class,
             peak,
             util: peak,
+            runnable: peak,
             // On no usable CPU unless a test says otherwise, so the
             // preference order alone decides.
             cpu: u32::MAX,
@@ -532,26 +587,74 @@ mod tests {
             None,
         );
         assert_eq!(p.dedicated_cpu(1), Some(1));
-        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
+        assert_eq!(p.group_of(1).unwrap().shares, 10240);
+        // Work-conserving: the others yield CPU 1 by weight, not by cpuset.
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0-1");
         assert_eq!(p.group_of(3).unwrap().name, MEDIUM);
         assert_eq!(p.group_of(4).unwrap().shares, 10240);
         assert_eq!(p.group_of(4).unwrap().slice_ns, Some(300_000));
         assert_eq!(p.group_of(2).unwrap().slice_ns, None);
         // One medium thread on one shared CPU against 1024: 1024 guarantees 0.5.
         assert_eq!(p.group_of(3).unwrap().shares, 1024);
+        // Exclusive: the others leave the dedicated CPU (paper 000's form).
+        let exclusive = PlanConfig {
+            dedicated_exclusive: true,
+            ..Default::default()
+        };
+        let p = plan(
+            &topo("0-1", 2, &[]),
+            &[t(1, Class::Heavy, 0.9), t(2, Class::Light, 0.1)],
+            &exclusive,
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(1), Some(1));
+        assert_eq!(p.group_of(1).unwrap().shares, 1024);
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
     }
 
+    /// Issue 13: four identical hogs on two CPUs. Paper 000's rule gave one
+    /// a core and squeezed three onto the other (1.0 / 0.33 × 3), and the
+    /// three were then classified medium; among equals none is dedicated.
     #[test]
-    fn at_most_online_minus_one_dedicated_highest_peak_first() {
+    fn among_equals_none_is_dedicated() {
         let p = plan(
             &topo("0-1", 2, &[]),
             &[t(1, Class::Heavy, 0.6), t(2, Class::Heavy, 0.9)],
             &PlanConfig::default(),
             None,
         );
-        assert_eq!(p.dedicated_cpu(2), Some(1));
+        assert_eq!(p.dedicated_cpu(2), None);
         assert_eq!(p.group_of(1).unwrap().name, SHARED);
+        assert_eq!(p.group_of(2).unwrap().name, SHARED);
         assert_eq!(p.notes.len(), 1);
+        assert!(p.notes[0].contains("want a whole CPU"), "{:?}", p.notes);
+        // What the old rule's losers look like: classified medium at 0.33,
+        // but runnable all the time. They still count as wanting a CPU.
+        let squeezed = |tid| PlanThread {
+            runnable: 1.0,
+            ..t(tid, Class::Medium, 0.33)
+        };
+        let p = plan(
+            &topo("0-1", 2, &[]),
+            &[
+                t(1, Class::Heavy, 1.0),
+                squeezed(2),
+                squeezed(3),
+                squeezed(4),
+            ],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(1), None);
+        // Enough cores for every one that wants one: highest peak first.
+        let p = plan(
+            &topo("0-2", 3, &[]),
+            &[t(1, Class::Heavy, 0.6), t(2, Class::Heavy, 0.9)],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(2), Some(2));
+        assert_eq!(p.dedicated_cpu(1), Some(1));
         // One CPU: nothing dedicated.
         let p = plan(
             &topo("0", 1, &[]),
@@ -576,7 +679,7 @@ mod tests {
         );
         assert_eq!(second.dedicated_cpu(1), Some(3), "kept its core");
         assert_eq!(second.dedicated_cpu(2), Some(2));
-        // With only one slot, the incumbent wins within the bonus.
+        // With only one slot and two wanting it, the incumbent gives it up.
         let tp = topo("0-1", 2, &[]);
         let first = plan(&tp, &[t(1, Class::Heavy, 0.8)], &cfg, None);
         let second = plan(
@@ -585,18 +688,7 @@ mod tests {
             &cfg,
             Some(&first),
         );
-        assert_eq!(second.dedicated_cpu(1), Some(1));
-        let third = plan(
-            &tp,
-            &[t(1, Class::Heavy, 0.6), t(2, Class::Heavy, 0.9)],
-            &cfg,
-            Some(&second),
-        );
-        assert_eq!(
-            third.dedicated_cpu(2),
-            Some(1),
-            "a clearly heavier thread takes over"
-        );
+        assert_eq!(second.dedicated_cpu(1), None);
     }
 
     #[test]
@@ -632,7 +724,7 @@ mod tests {
             None,
         );
         assert_eq!(p.dedicated_cpu(1), Some(1));
-        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0,2-3");
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0-3");
         // Not when a faster core is free.
         let tp = topo("0-3", 4, &[1024, 446, 1024, 1024]);
         let p = plan(&tp, &[hog], &PlanConfig::default(), None);
@@ -648,7 +740,7 @@ mod tests {
             None,
         );
         assert_eq!(p.dedicated_cpu(1), Some(2));
-        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0,2");
     }
 
     #[test]
@@ -672,7 +764,6 @@ mod tests {
             d,
             vec![
                 Change::SetGroup(b.groups[LATENCY].clone()),
-                Change::SetGroup(b.groups[SHARED].clone()),
                 Change::Move {
                     tid: 3,
                     pid: 3,
@@ -705,12 +796,13 @@ mod tests {
             caps in proptest::collection::vec(prop_oneof![Just(1024u64), Just(446u64)], 12),
             threads in proptest::collection::vec((1u32..60, class(), 0.0f64..1.0), 0..40),
             dedicated_cores in any::<bool>(),
+            dedicated_exclusive in any::<bool>(),
         ) {
             let online: CpuSet = (0..possible).filter(|c| online_bits & (1 << c) != 0).collect();
             let online = if online.is_empty() { CpuSet::first_n(1) } else { online };
             let tp = topo(&online.to_string(), possible, &caps[..possible as usize]);
             let threads: Vec<PlanThread> = threads.into_iter().map(|(tid, c, p)| t(tid, c, p)).collect();
-            let cfg = PlanConfig { dedicated_cores, ..Default::default() };
+            let cfg = PlanConfig { dedicated_cores, dedicated_exclusive, ..Default::default() };
             let p = plan(&tp, &threads, &cfg, None);
 
             // No group has an empty CPU set; every CPU is online.
@@ -718,13 +810,30 @@ mod tests {
                 prop_assert!(!g.cpus.is_empty(), "{} empty", g.name);
                 prop_assert!(g.cpus.is_subset(&tp.online), "{} = {} not online", g.name, g.cpus);
             }
-            // Dedicated cores are exclusive, and fewer than the online CPUs.
+            // Dedicated cores are one CPU each, never shared by two heavy
+            // threads, fewer than the online CPUs, and none while more
+            // threads want a CPU than can have one. Exclusive: no other
+            // group has them; otherwise every other group does
+            // (work-conserving).
             let dedicated: Vec<&GroupSpec> = p.groups.values().filter(|g| g.kind == GroupKind::Dedicated).collect();
             prop_assert!(dedicated.len() < tp.online.len().max(2) as usize);
+            let mut uniq = threads.clone();
+            uniq.sort_by_key(|t| t.tid);
+            uniq.dedup_by_key(|t| t.tid);
+            let wanting = uniq.iter().filter(|t| t.class == Class::Heavy || t.runnable >= CPU_BOUND).count();
+            if wanting >= tp.online.len() as usize {
+                prop_assert!(dedicated.is_empty());
+            }
             for d in &dedicated {
                 prop_assert_eq!(d.cpus.len(), 1);
                 for g in p.groups.values().filter(|g| g.name != d.name) {
-                    prop_assert!(d.cpus.intersection(&g.cpus).is_empty(), "{} overlaps {}", d.name, g.name);
+                    let overlap = !d.cpus.intersection(&g.cpus).is_empty();
+                    if g.kind == GroupKind::Dedicated || dedicated_exclusive {
+                        prop_assert!(!overlap, "{} overlaps {}", d.name, g.name);
+                    } else if !(g.kind == GroupKind::Shared && tp.performance.heterogeneous) {
+                        // (Shared work may be kept on little cores.)
+                        prop_assert!(overlap, "{} leaves {}", g.name, d.name);
+                    }
                 }
             }
             // Each managed thread is in exactly one existing group.

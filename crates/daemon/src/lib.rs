@@ -58,6 +58,22 @@ struct Known {
     unmanaged: Option<Unmanaged>,
 }
 
+impl Known {
+    /// The thread as the planner sees it.
+    fn plan_thread(&self, class: Class, boost: Boost) -> PlanThread {
+        PlanThread {
+            tid: self.sample.tid,
+            pid: self.sample.pid,
+            class,
+            peak: self.peak,
+            util: self.stats.map_or(0.0, |s| s.util),
+            runnable: self.stats.map_or(0.0, |s| s.util + s.wait_ratio),
+            cpu: self.sample.cpu,
+            boost,
+        }
+    }
+}
+
 /// The control loop's state.
 pub struct Daemon<H: Host> {
     host: H,
@@ -79,10 +95,27 @@ pub struct Daemon<H: Host> {
     /// A re-plan owed after a boost was answered (eviction happens after
     /// the reply, so a boost call costs only the thread's own move).
     pending_replan: bool,
+    /// Threads in their first `daemon.young_ms`, sampled every
+    /// `daemon.fast_interval_ms` until they have a class.
+    young: BTreeMap<u32, Young>,
     /// The last plan made while no boost was in force: boosts come and go
     /// every few hundred ms, and the planner's tie-breaks look at this one
     /// so that when a boost ends every thread goes back where it was.
     stable: Plan,
+}
+
+/// A young thread: its first read and the fast samples since.
+#[derive(Debug, Clone)]
+struct Young {
+    pid: u32,
+    /// When the host reported it.
+    born_ns: u64,
+    /// Its first read, and when.
+    first: Option<(ThreadSample, u64)>,
+    /// Its last read, and when.
+    last: Option<(ThreadSample, u64)>,
+    /// Wake-up rate and length (s) of each fast sample.
+    rates: Vec<(f64, f64)>,
 }
 
 /// A boost in force.
@@ -148,6 +181,7 @@ impl<H: Host> Daemon<H> {
             rate: RateLimit::default(),
             pending_replan: false,
             stable: Plan::default(),
+            young: BTreeMap::new(),
         })
     }
 
@@ -200,6 +234,22 @@ impl<H: Host> Daemon<H> {
 
         let snapshot = self.host.sample()?;
         report.threads = snapshot.threads.len();
+        // Threads seen for the first time are young: quick steps watch them
+        // (the host's task events usually named them already).
+        if self.fast_interval_ns().is_some() {
+            let at = snapshot.at_ns;
+            for t in &snapshot.threads {
+                if !self.tracker.knows(t.tid) && !self.applied.placements.contains_key(&t.tid) {
+                    self.young.entry(t.tid).or_insert_with(|| Young {
+                        pid: t.pid,
+                        born_ns: at,
+                        first: Some((t.clone(), at)),
+                        last: Some((t.clone(), at)),
+                        rates: Vec::new(),
+                    });
+                }
+            }
+        }
         let stats = self.tracker.update(&snapshot);
         let mut known = BTreeMap::new();
         let mut plan_threads = Vec::new();
@@ -237,15 +287,7 @@ impl<H: Host> Daemon<H> {
                     k.class = Some(class);
                     k.reason = Some(reason);
                     if ready {
-                        plan_threads.push(PlanThread {
-                            tid,
-                            pid: k.sample.pid,
-                            class,
-                            peak: k.peak,
-                            util: k.stats.map_or(0.0, |s| s.util),
-                            cpu: k.sample.cpu,
-                            boost: self.boost_state(tid),
-                        });
+                        plan_threads.push(k.plan_thread(class, self.boost_state(tid)));
                     }
                 }
             }
@@ -270,6 +312,143 @@ impl<H: Host> Daemon<H> {
         report.duration_ns = self.host.now_ns().saturating_sub(started);
         self.last = report;
         Ok(&self.last)
+    }
+
+    /// How often [`Daemon::quick_step`] should run; `None` when never.
+    pub fn fast_interval_ns(&self) -> Option<u64> {
+        (self.config.daemon.fast_interval_ms > 0)
+            .then_some(self.config.daemon.fast_interval_ms * 1_000_000)
+    }
+
+    /// Between two steps: takes in the host's task events (threads born in
+    /// scope, threads that exited), samples the young threads, and gives
+    /// each a class as soon as its first `classify.young_min_ms` show one
+    /// (heavy, medium, latency-critical); re-plans when a class was decided
+    /// or a placed thread exited. Returns the re-plan's report, if any.
+    ///
+    /// This is what makes corral react in a few hundred ms instead of a
+    /// few intervals: a full step reads every thread in scope, a quick step
+    /// only the new ones.
+    pub fn quick_step(&mut self) -> Result<Option<StepReport>, H::Error> {
+        let events = self.host.task_events();
+        let now = self.host.now_ns();
+        for (tid, pid) in events.born {
+            self.young.insert(
+                tid,
+                Young {
+                    pid,
+                    born_ns: now,
+                    first: None,
+                    last: None,
+                    rates: Vec::new(),
+                },
+            );
+        }
+        let mut replan = false;
+        for tid in events.exited {
+            self.young.remove(&tid);
+            self.boosts.remove(&tid);
+            if self.known.remove(&tid).is_some() {
+                self.classifier.retain(|t| t != tid);
+            }
+            let before = self.plan_threads.len();
+            self.plan_threads.retain(|t| t.tid != tid);
+            replan |=
+                self.plan_threads.len() != before || self.applied.placements.contains_key(&tid);
+        }
+        let young_ns = self.config.daemon.young_ms * 1_000_000;
+        self.young
+            .retain(|_, y| now.saturating_sub(y.born_ns) < young_ns);
+        if !self.young.is_empty() {
+            let which: Vec<(u32, u32)> = self.young.iter().map(|(&t, y)| (t, y.pid)).collect();
+            let snap = self.host.sample_threads(&which)?;
+            let at = snap.at_ns;
+            let min_ns = self.config.classify.young_min_ms * 1_000_000;
+            let read: HashSet<u32> = snap.threads.iter().map(|t| t.tid).collect();
+            // Gone, or not in scope after all.
+            self.young.retain(|tid, _| read.contains(tid));
+            for sample in snap.threads {
+                let tid = sample.tid;
+                let Some(y) = self.young.get_mut(&tid) else {
+                    continue;
+                };
+                let Some((first, first_at)) = y.first.clone() else {
+                    y.first = Some((sample.clone(), at));
+                    y.last = Some((sample, at));
+                    continue;
+                };
+                if let Some((last, last_at)) = &y.last {
+                    let d = at.saturating_sub(*last_at) as f64 / 1e9;
+                    let woke = sample
+                        .voluntary_switches
+                        .saturating_sub(last.voluntary_switches);
+                    if d > 0.0 {
+                        y.rates.push((woke as f64 / d, d));
+                    }
+                }
+                y.last = Some((sample.clone(), at));
+                let Some(window) =
+                    ThreadStats::between(&first, &sample, at.saturating_sub(first_at))
+                else {
+                    continue;
+                };
+                if window.interval_ns < min_ns {
+                    continue;
+                }
+                let forced = match eligibility(&self.config.rules, &sample) {
+                    Err(_) => {
+                        self.young.remove(&tid);
+                        continue;
+                    }
+                    Ok(f) => f,
+                };
+                if forced.is_some() || self.boosts.contains_key(&tid) {
+                    // A rule or a boost decides; the intervals will do.
+                    self.young.remove(&tid);
+                    continue;
+                }
+                let rates = std::mem::take(&mut y.rates);
+                let verdict = self.classifier.young(tid, &window, &rates);
+                if let Some(y) = self.young.get_mut(&tid) {
+                    y.rates = rates;
+                }
+                let Some(v) = verdict else { continue };
+                // Decided: the intervals take it from here.
+                self.young.remove(&tid);
+                let k = Known {
+                    sample,
+                    stats: Some(window),
+                    class: Some(v.class),
+                    reason: Some(v.reason),
+                    peak: v.peak,
+                    unmanaged: None,
+                };
+                let pt = k.plan_thread(v.class, self.boost_state(tid));
+                match self.plan_threads.iter_mut().find(|t| t.tid == tid) {
+                    Some(t) if t.class == v.class => {}
+                    Some(t) => {
+                        *t = pt;
+                        replan = true;
+                    }
+                    None => {
+                        self.plan_threads.push(pt);
+                        replan = true;
+                    }
+                }
+                self.known.insert(tid, k);
+            }
+        }
+        if !replan {
+            return Ok(None);
+        }
+        let mut report = StepReport {
+            step: self.step,
+            threads: self.known.len(),
+            ..Default::default()
+        };
+        self.replan(&mut report);
+        report.duration_ns = self.host.now_ns().saturating_sub(now);
+        Ok(Some(report))
     }
 
     /// Plans from the last classification and the boosts in force, and
@@ -551,15 +730,8 @@ impl<H: Host> Daemon<H> {
             return;
         };
         if !self.plan_threads.iter().any(|t| t.tid == tid) {
-            self.plan_threads.push(PlanThread {
-                tid,
-                pid: k.sample.pid,
-                class: k.class.unwrap_or(Class::Light),
-                peak: k.peak,
-                util: k.stats.map_or(0.0, |s| s.util),
-                cpu: k.sample.cpu,
-                boost: Boost::Active,
-            });
+            self.plan_threads
+                .push(k.plan_thread(k.class.unwrap_or(Class::Light), Boost::Active));
         }
     }
 

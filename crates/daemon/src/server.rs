@@ -478,17 +478,30 @@ pub fn run<H: Host>(
             return Ok(Ended::Once);
         }
         let deadline = started + interval;
+        // Quick steps between full ones (new threads, exits), see
+        // `Daemon::quick_step`.
+        let fast = daemon.fast_interval_ns().map(Duration::from_nanos);
+        let mut next_quick = fast.map(|f| started + f);
         loop {
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
+            if let Some(at) = next_quick.filter(|&at| now >= at) {
+                if let Some(report) = daemon.quick_step()? {
+                    on_step(&report, daemon);
+                }
+                let f = fast.expect("quick steps only with a fast interval");
+                next_quick = Some((at + f).max(Instant::now()));
+                continue;
+            }
             // While boosts are in force, look at the boosted threads every
             // millisecond: a boost ends as soon as its thread blocks.
+            let until = next_quick.map_or(deadline, |q| q.min(deadline));
             let wait = if daemon.has_boosts() {
-                (deadline - now).min(BOOST_POLL)
+                (until - now).min(BOOST_POLL)
             } else {
-                deadline - now
+                until - now
             };
             let events = match inbox.wait(wait) {
                 Ok(e) => e,

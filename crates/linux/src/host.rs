@@ -5,9 +5,10 @@ use crate::error::{Error, Result};
 use crate::fsutil::read_cpulist;
 use crate::paths::HostPaths;
 use crate::placer::{Layout, Placer};
+use crate::procevents::{Connector, TaskEvent};
 use crate::sampler::{parse_stat, Sampler, Scope};
 use crate::sysfs;
-use corral_core::host::{Host, HostError, ThreadProgress};
+use corral_core::host::{Host, HostError, TaskEvents, ThreadProgress};
 use corral_core::plan::Change;
 use corral_core::sample::Snapshot;
 use corral_core::share::{nice_to_weight, Level, NICE_0_WEIGHT};
@@ -30,6 +31,9 @@ pub struct LinuxHost {
     /// The cpu controller's hierarchy (for effective shares).
     cpu_mount: Option<PathBuf>,
     version_v1: bool,
+    /// The process connector, once [`LinuxHost::listen_for_tasks`] opened it.
+    connector: Option<Connector>,
+    events: Vec<TaskEvent>,
 }
 
 impl LinuxHost {
@@ -56,7 +60,17 @@ impl LinuxHost {
             dry_run,
             cpu_mount,
             version_v1,
+            connector: None,
+            events: Vec::new(),
         })
+    }
+
+    /// Subscribes to the kernel's process connector, so that new threads
+    /// are sampled from birth and placed threads that exit leave the plan
+    /// at once ([`Host::task_events`]). Needs CAP_NET_ADMIN.
+    pub fn listen_for_tasks(&mut self) -> std::io::Result<()> {
+        self.connector = Some(Connector::open()?);
+        Ok(())
     }
 
     /// Checks the scope's roots: an error for one that cannot be used,
@@ -102,6 +116,41 @@ impl Host for LinuxHost {
     fn sample(&mut self) -> Result<Snapshot> {
         let now = self.now_ns();
         self.sampler.sample(now)
+    }
+
+    fn task_events(&mut self) -> TaskEvents {
+        let mut out = TaskEvents::default();
+        let Some(c) = self.connector.as_mut() else {
+            return out;
+        };
+        self.events.clear();
+        c.drain(&mut self.events);
+        for e in &self.events {
+            match *e {
+                TaskEvent::Fork {
+                    tid,
+                    pid,
+                    parent_pid,
+                } => {
+                    if self.sampler.adopt(tid, pid, parent_pid) {
+                        out.born.push((tid, pid));
+                    }
+                }
+                // A new program is a new thread to classify.
+                TaskEvent::Exec { tid, pid } => {
+                    if self.sampler.adopt(tid, pid, pid) {
+                        out.born.push((tid, pid));
+                    }
+                }
+                TaskEvent::Exit { tid, .. } => out.exited.push(tid),
+            }
+        }
+        out
+    }
+
+    fn sample_threads(&mut self, which: &[(u32, u32)]) -> Result<Snapshot> {
+        let now = self.now_ns();
+        self.sampler.sample_threads(which, now)
     }
 
     fn apply(&mut self, change: &Change) -> Result<()> {

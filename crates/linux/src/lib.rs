@@ -24,6 +24,7 @@ mod fsutil;
 pub mod host;
 pub mod paths;
 pub mod placer;
+pub mod procevents;
 pub mod procfs;
 pub mod sampler;
 pub mod sched;

@@ -56,7 +56,8 @@ pub struct Sampler {
     online: CpuSet,
     never: HashSet<u32>,
     threads: HashMap<u32, Entry>,
-    /// Processes found in a pid scope, with the generation last seen.
+    /// Processes found in a pid or cgroup scope, with the generation last
+    /// seen (or, for one the process connector reported, the pass before).
     scoped_pids: HashMap<u32, u64>,
     /// Threads kept in scope whatever the scope says (corral moved them).
     pinned: HashMap<u32, u32>,
@@ -137,6 +138,47 @@ impl Sampler {
             }
         }
         Ok(notes)
+    }
+
+    /// Whether a thread the process connector just reported (thread `tid`
+    /// of process `pid`, made by thread `parent`) is in scope: it is in
+    /// the scope of its process, and a new process in that of its parent
+    /// (a child inherits its parent's cgroup; a process found by a pid
+    /// scope's walk stays in scope until it exits).
+    pub fn adopt(&mut self, tid: u32, pid: u32, parent_pid: u32) -> bool {
+        if self.never.contains(&pid) || pid <= 2 {
+            return false;
+        }
+        // The process it came from: its own for a thread, its parent for a
+        // new process.
+        let origin = if tid != pid { pid } else { parent_pid };
+        let yes = match &self.scope {
+            // kthreadd's children are kernel threads.
+            Scope::All => origin != 2,
+            Scope::Pids(roots) => [pid, origin]
+                .iter()
+                .any(|p| roots.contains(p) || self.scoped_pids.contains_key(p)),
+            Scope::Cgroups(_) => [pid, origin]
+                .iter()
+                .any(|p| self.scoped_pids.contains_key(p)),
+        };
+        if yes && !matches!(self.scope, Scope::All) {
+            self.scoped_pids.entry(pid).or_insert(self.generation);
+        }
+        yes
+    }
+
+    /// Reads only these threads (tid, pid), between full passes.
+    pub fn sample_threads(&mut self, which: &[(u32, u32)], now_ns: u64) -> Result<Snapshot> {
+        let mut out = Vec::with_capacity(which.len());
+        let mut read = HashSet::new();
+        for &(tid, pid) in which {
+            self.read_into(pid, tid, &mut out, &mut read)?;
+        }
+        Ok(Snapshot {
+            at_ns: now_ns,
+            threads: out,
+        })
     }
 
     /// Read each process's executable (for `exe` rules).
@@ -223,8 +265,10 @@ impl Sampler {
                     self.cgroup_tasks(&dir, &mut found)?;
                 }
                 for (tid, pid) in found {
+                    self.scoped_pids.insert(pid, generation);
                     self.read_into(pid, tid, &mut out, &mut read)?;
                 }
+                self.scoped_pids.retain(|_, g| *g == generation);
             }
         }
         let pinned: Vec<(u32, u32)> = self.pinned.iter().map(|(&t, &p)| (t, p)).collect();

@@ -2,7 +2,8 @@
 //!
 //! [`run`] is `corral_daemon::server::run` with the simulator's clock in
 //! place of the wall clock and a script in place of the socket: a step at
-//! 0 and every `daemon.interval_ms`; while a boost is in force, the boosted
+//! 0 and every `daemon.interval_ms`, quick steps (`Daemon::quick_step`) every
+//! `daemon.fast_interval_ms` between them; while a boost is in force, the boosted
 //! threads are looked at every millisecond; scripted boosts (standing in
 //! for the framework's input dispatcher) reach `Daemon::boost` at their
 //! time, and the owed eviction (`Daemon::settle`) follows at once, as
@@ -99,6 +100,9 @@ pub fn run<K: SchedClass>(
     }
     let mut woken: Option<usize> = None;
     let mut next_step: Ns = 0;
+    // Quick steps between full ones, as `server::run` makes them.
+    let fast = daemon.fast_interval_ns();
+    let mut next_quick: Ns = fast.unwrap_or(Ns::MAX);
     const POLL: Ns = 1_000_000;
     let root = Caller { uid: 0, pid: 0 };
     loop {
@@ -111,7 +115,17 @@ pub fn run<K: SchedClass>(
                 .errors
                 .extend(r.errors.iter().map(|e| (now, e.clone())));
             next_step += interval;
+            next_quick = fast.map_or(Ns::MAX, |f| now + f);
             observe(daemon.host());
+        } else if now >= next_quick {
+            if let Some(r) = daemon.quick_step().map_err(|e| e.to_string())? {
+                report.changes += r.changes.len();
+                report
+                    .errors
+                    .extend(r.errors.iter().map(|e| (now, e.clone())));
+                observe(daemon.host());
+            }
+            next_quick = fast.map_or(Ns::MAX, |f| now + f);
         }
         // Boosts due now: by the clock, or because their task just woke.
         for (i, b) in boosts.iter().enumerate() {
@@ -139,7 +153,7 @@ pub fn run<K: SchedClass>(
         if now >= end {
             break;
         }
-        let mut next = next_step.min(end);
+        let mut next = next_step.min(end).min(next_quick);
         if let Some(b) = next_boost.iter().flatten().min() {
             next = next.min(*b);
         }

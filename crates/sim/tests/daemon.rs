@@ -270,44 +270,64 @@ fn the_daemon_plans_the_same_over_simhost_and_the_live_sampler() {
     assert_eq!(class("periodic"), "latency-critical");
 }
 
-/// The daemon's plan takes effect in the simulated machine: a heavy
-/// thread on its dedicated CPU runs there alone.
+/// The daemon's plan takes effect in the simulated machine: each heavy
+/// thread gets a CPU of its own (two hogs, three CPUs). By default the
+/// other groups keep that CPU and yield it by weight (work-conserving),
+/// yet the hog still gets nearly all of it; with `dedicated_exclusive`
+/// no other thread may use it.
 #[test]
 fn a_dedicated_core_is_honoured_by_the_simulated_machine() {
-    let config = Config::default();
-    let (daemon, report) = policy::run(
-        SimHost::new(machine(MIX, 2)),
-        config,
-        &[],
-        10_000_000_000,
-        &mut |_| {},
-    )
-    .unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
-    let dedicated: Vec<_> = daemon
-        .plan()
-        .groups
-        .values()
-        .filter(|g| g.name.starts_with("dedicated"))
-        .collect();
-    assert_eq!(dedicated.len(), 1, "one hog gets CPU {:?}", daemon.plan());
-    let g = dedicated[0];
-    let m = daemon.host().machine();
-    for t in 0..m.ntasks() {
-        let in_it = daemon
+    for exclusive in [false, true] {
+        let mut config = Config::default();
+        config.plan.dedicated_exclusive = exclusive;
+        let end = 10_000_000_000;
+        let (daemon, report) =
+            policy::run(SimHost::new(machine(MIX, 3)), config, &[], end, &mut |_| {}).unwrap();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let dedicated: Vec<_> = daemon
             .plan()
-            .group_of(SimHost::<Fair>::tid_of(t))
-            .is_some_and(|x| x.name == g.name);
-        let allowed = m.task_allowed(t);
-        let cpu = g.cpus.first().unwrap() as usize;
-        if in_it {
-            assert_eq!(allowed, &[cpu]);
-        } else {
-            assert!(
-                !allowed.contains(&cpu),
-                "{} may use the dedicated CPU",
-                m.task_stats(t).name
-            );
+            .groups
+            .values()
+            .filter(|g| g.name.starts_with("dedicated"))
+            .collect();
+        assert_eq!(
+            dedicated.len(),
+            2,
+            "each hog gets a CPU: {:?}",
+            daemon.plan()
+        );
+        let m = daemon.host().machine();
+        for g in dedicated {
+            let cpu = g.cpus.first().unwrap() as usize;
+            for t in 0..m.ntasks() {
+                let in_it = daemon
+                    .plan()
+                    .group_of(SimHost::<Fair>::tid_of(t))
+                    .is_some_and(|x| x.name == g.name);
+                let allowed = m.task_allowed(t);
+                let stats = m.task_stats(t);
+                if in_it {
+                    assert_eq!(allowed, &[cpu]);
+                    // Placed within the first second; nearly all of its CPU since.
+                    let share = stats.cpu_ns as f64 / end as f64;
+                    assert!(
+                        share > 0.93,
+                        "{} got {share:.3} (exclusive {exclusive})",
+                        stats.name
+                    );
+                } else if daemon
+                    .plan()
+                    .dedicated_cpu(SimHost::<Fair>::tid_of(t))
+                    .is_none()
+                {
+                    assert_eq!(
+                        allowed.contains(&cpu),
+                        !exclusive,
+                        "{} on the dedicated CPU (exclusive {exclusive})",
+                        stats.name
+                    );
+                }
+            }
         }
     }
 }

@@ -90,6 +90,14 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("corral: note: {note}");
     }
     host.want_exe(config.rules.iter().any(|r| r.exe.is_some()));
+    if config.daemon.fast_interval_ms > 0 {
+        if let Err(e) = host.listen_for_tasks() {
+            eprintln!(
+                "corral: note: the kernel's process connector is not available ({e}): new threads are found every {} ms only",
+                config.daemon.interval_ms
+            );
+        }
+    }
     let interval = Duration::from_millis(config.daemon.interval_ms);
     let socket_path = config.daemon.socket.clone();
     let mut daemon = Daemon::new(host, config).context("cannot read the topology")?;

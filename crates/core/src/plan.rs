@@ -234,9 +234,15 @@ pub fn plan(
     // identical hogs on two CPUs that is 1.0 / 0.33 / 0.33 / 0.33 instead
     // of the kernel's 0.5 each, for no gain in throughput), and every exit
     // of a short-lived winner (a compiler in a parallel build) re-plans.
+    // Once cores are dedicated, the threads squeezed onto the others are
+    // runnable nearly all the time because of that plan (a periodic thread
+    // that wants 0.35 of a CPU and gets 0.3 never sleeps): then only the
+    // heavy class counts, or the plan would undo itself every other step.
+    let dedicating =
+        previous.is_some_and(|p| p.groups.values().any(|g| g.kind == GroupKind::Dedicated));
     let wanting = threads
         .iter()
-        .filter(|t| t.class == Class::Heavy || t.runnable >= CPU_BOUND)
+        .filter(|t| t.class == Class::Heavy || (!dedicating && t.runnable >= CPU_BOUND))
         .count();
     let outnumbered = wanting > slots;
     let winners = if outnumbered {

@@ -235,8 +235,11 @@ impl<H: Host> Daemon<H> {
         let snapshot = self.host.sample()?;
         report.threads = snapshot.threads.len();
         // Threads seen for the first time are young: quick steps watch them
-        // (the host's task events usually named them already).
-        if self.fast_interval_ns().is_some() {
+        // (the host's task events usually named them already). Not at the
+        // first step: what runs when corral starts is not new, and quick
+        // reads of every thread for `young_ms` would cost what a full pass
+        // per fast interval costs.
+        if self.fast_interval_ns().is_some() && self.step > 1 {
             let at = snapshot.at_ns;
             for t in &snapshot.threads {
                 if !self.tracker.knows(t.tid) && !self.applied.placements.contains_key(&t.tid) {

@@ -169,6 +169,18 @@ struct State {
     rates: VecDeque<f64>,
 }
 
+impl State {
+    fn new() -> State {
+        State {
+            peak: 0.0,
+            intensity: Class::Light,
+            latency: false,
+            streak: 0,
+            rates: VecDeque::new(),
+        }
+    }
+}
+
 /// Classifies threads interval by interval; keeps per-thread state.
 #[derive(Debug)]
 pub struct Classifier {
@@ -210,13 +222,7 @@ impl Classifier {
     /// `stats` is `None` for a thread seen for the first time.
     pub fn update(&mut self, tid: u32, stats: Option<&ThreadStats>) -> Verdict {
         let Some(s) = stats else {
-            let st = self.states.entry(tid).or_insert_with(|| State {
-                peak: 0.0,
-                intensity: Class::Light,
-                latency: false,
-                streak: 0,
-                rates: VecDeque::new(),
-            });
+            let st = self.states.entry(tid).or_insert_with(State::new);
             return Verdict {
                 class: if st.latency {
                     Class::LatencyCritical
@@ -229,13 +235,7 @@ impl Classifier {
         };
         let cfg = self.cfg.clone();
         let decay = (-(s.interval_ns as f64 / 1e9) / cfg.peak_half_life_s).exp2();
-        let mut st = self.states.remove(&tid).unwrap_or(State {
-            peak: 0.0,
-            intensity: Class::Light,
-            latency: false,
-            streak: 0,
-            rates: VecDeque::new(),
-        });
+        let mut st = self.states.remove(&tid).unwrap_or_else(State::new);
         st.peak = s.util.max(st.peak * decay);
         st.intensity = self.intensity(st.intensity, st.peak);
 
@@ -303,13 +303,7 @@ impl Classifier {
     ) -> Option<Verdict> {
         let cfg = self.cfg.clone();
         let lc = &cfg.latency_critical;
-        let mut st = self.states.remove(&tid).unwrap_or(State {
-            peak: 0.0,
-            intensity: Class::Light,
-            latency: false,
-            streak: 0,
-            rates: VecDeque::new(),
-        });
+        let mut st = self.states.remove(&tid).unwrap_or_else(State::new);
         st.peak = st.peak.max(window.util);
         st.intensity = self.intensity(st.intensity, st.peak);
         let n = rates.len() as f64;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Monotonic time, ns.
@@ -205,13 +206,158 @@ pub fn bench_rate(probe: Duration) -> f64 {
     }
 }
 
-/// Percentile `p` (0–100) of sorted values, nearest rank.
-pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+/// The clock and the CPU a frame loop uses: the monotonic clock, absolute
+/// sleeps and [`burn_cpu`] live; a scripted clock in tests.
+pub trait FrameClock {
+    /// Now, ns.
+    fn now(&mut self) -> u64;
+    /// Sleeps until `t` (ns); may return early (a signal).
+    fn sleep_until(&mut self, t: u64);
+    /// Does `ns` of CPU work.
+    fn work(&mut self, ns: u64);
+}
+
+/// [`FrameClock`] on CLOCK_MONOTONIC and the calling thread's CPU.
+#[derive(Debug, Default)]
+pub struct Monotonic;
+
+impl FrameClock for Monotonic {
+    fn now(&mut self) -> u64 {
+        mono_ns()
+    }
+
+    fn sleep_until(&mut self, t: u64) {
+        let ts = rustix::time::Timespec {
+            tv_sec: (t / 1_000_000_000) as i64,
+            tv_nsec: (t % 1_000_000_000) as i64,
+        };
+        // EINTR (the stop signal) returns early; the caller looks again.
+        let _ = rustix::thread::clock_nanosleep_absolute(rustix::time::ClockId::Monotonic, &ts);
+    }
+
+    fn work(&mut self, ns: u64) {
+        burn_cpu(ns);
+    }
+}
+
+/// What a frame loop did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameStats {
+    /// Frames rendered (work done).
+    pub frames: u64,
+    /// Frames whose work finished after their deadline.
+    pub missed: u64,
+    /// Periods in which no frame started, because the frame before ran
+    /// into them.
+    pub skipped: u64,
+    /// Each frame's lateness: end of its work − its deadline, ns (negative:
+    /// done early).
+    pub lateness_ns: Vec<i64>,
+}
+
+/// A game's or video player's render loop: frame k is released at
+/// `start + k·period` (k = 1, 2, …), does `work_ns` of CPU work and is due
+/// at the end of its period, `start + (k+1)·period`; it is missed when its
+/// work ends later. As [`periodic`] without catch-up does, a late frame
+/// does not make the next ones run back to back: the next frame is released
+/// at the next period boundary still ahead, and the periods passed over are
+/// counted as skipped. Ends once `stop` is set, or at the first release
+/// `seconds` or more after the start.
+pub fn frame_loop(
+    clock: &mut impl FrameClock,
+    period_ns: u64,
+    work_ns: u64,
+    seconds: Option<f64>,
+    stop: &AtomicBool,
+) -> FrameStats {
+    assert!(period_ns > 0, "a frame period of 0");
+    let start = clock.now();
+    let end = seconds.map(|s| start.saturating_add((s * 1e9) as u64));
+    let mut out = FrameStats::default();
+    let mut k = 1u64;
+    loop {
+        let release = start + k * period_ns;
+        if end.is_some_and(|e| release >= e) {
+            return out;
+        }
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return out;
+            }
+            if clock.now() >= release {
+                break;
+            }
+            clock.sleep_until(release);
+        }
+        clock.work(work_ns);
+        let done = clock.now();
+        let deadline = release + period_ns;
+        out.frames += 1;
+        out.lateness_ns.push(done as i64 - deadline as i64);
+        k += 1;
+        if done > deadline {
+            out.missed += 1;
+            // The first boundary after `done`; the ones between are skipped.
+            let ahead = (done - start) / period_ns + 1;
+            out.skipped += ahead - k;
+            k = ahead;
+        }
+    }
+}
+
+/// The result of the frame workload (`corral lab work frame`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FrameResult {
+    pub period_us: u64,
+    pub work_us: u64,
+    pub frames: u64,
+    pub missed: u64,
+    pub skipped: u64,
+    /// Lateness (end of work − deadline) percentiles, µs; negative is slack.
+    pub lateness_p50_us: f64,
+    pub lateness_p99_us: f64,
+    pub lateness_max_us: f64,
+}
+
+impl FrameResult {
+    pub fn new(period_ns: u64, work_ns: u64, s: &FrameStats) -> FrameResult {
+        let mut late = s.lateness_ns.clone();
+        late.sort_unstable();
+        let us = |ns: i64| ns as f64 / 1000.0;
+        FrameResult {
+            period_us: period_ns / 1000,
+            work_us: work_ns / 1000,
+            frames: s.frames,
+            missed: s.missed,
+            skipped: s.skipped,
+            lateness_p50_us: us(percentile_of(&late, 50.0).unwrap_or(0)),
+            lateness_p99_us: us(percentile_of(&late, 99.0).unwrap_or(0)),
+            lateness_max_us: us(late.last().copied().unwrap_or(0)),
+        }
+    }
+
+    /// Missed frames over frames rendered, percent.
+    pub fn missed_pct(&self) -> f64 {
+        if self.frames == 0 {
+            0.0
+        } else {
+            self.missed as f64 * 100.0 / self.frames as f64
+        }
+    }
+}
+
+/// Percentile `p` (0–100) of sorted values, nearest rank; `None` if empty.
+pub fn percentile_of<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
     if sorted.is_empty() {
-        return 0;
+        return None;
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// Percentile `p` (0–100) of sorted values, nearest rank.
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    percentile_of(sorted, p).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -257,6 +403,120 @@ mod tests {
             "{:?}",
             r.latency_ns
         );
+    }
+
+    /// A scripted clock: each sleep wakes `wake_ns` after its target (the
+    /// first `early` sleeps return at once, as on a signal), and each
+    /// frame's work takes the next scripted time (or what was asked).
+    struct FakeClock {
+        t: u64,
+        wake_ns: u64,
+        early: u32,
+        work: std::collections::VecDeque<u64>,
+    }
+
+    impl FakeClock {
+        fn new(wake_ns: u64, work: &[u64]) -> FakeClock {
+            FakeClock {
+                t: 0,
+                wake_ns,
+                early: 0,
+                work: work.iter().copied().collect(),
+            }
+        }
+    }
+
+    impl FrameClock for FakeClock {
+        fn now(&mut self) -> u64 {
+            self.t
+        }
+        fn sleep_until(&mut self, t: u64) {
+            if self.early > 0 {
+                self.early -= 1;
+                self.t += 1;
+            } else {
+                self.t = self.t.max(t) + self.wake_ns;
+            }
+        }
+        fn work(&mut self, ns: u64) {
+            self.t += self.work.pop_front().unwrap_or(ns);
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn frames_on_time_are_not_missed() {
+        let mut c = FakeClock::new(0, &[]);
+        c.early = 3;
+        let s = frame_loop(
+            &mut c,
+            16_667_000,
+            4 * MS,
+            Some(1.0),
+            &AtomicBool::new(false),
+        );
+        // Releases at k x 16.667 ms below 1 s: k = 1..=59 (60 x 16.667 ms is past it).
+        assert_eq!((s.frames, s.missed, s.skipped), (59, 0, 0));
+        assert!(s.lateness_ns.iter().all(|&l| l == -16_667_000 + 4_000_000));
+    }
+
+    #[test]
+    fn a_late_frame_is_missed_and_the_periods_it_ran_into_are_skipped() {
+        // Period 10 ms: frames at 10, 20, 30 (runs 25 ms: done at 55, due
+        // at 40), then at 60, not 40 or 50.
+        let mut c = FakeClock::new(0, &[4 * MS, 4 * MS, 25 * MS, 4 * MS]);
+        let s = frame_loop(
+            &mut c,
+            10 * MS,
+            4 * MS,
+            Some(0.065),
+            &AtomicBool::new(false),
+        );
+        assert_eq!((s.frames, s.missed, s.skipped), (4, 1, 2));
+        assert_eq!(
+            s.lateness_ns,
+            vec![-6_000_000, -6_000_000, 15_000_000, -6_000_000]
+        );
+        let r = FrameResult::new(10 * MS, 4 * MS, &s);
+        assert_eq!(r.missed_pct(), 25.0);
+        assert_eq!(r.lateness_max_us, 15_000.0);
+        assert_eq!(r.lateness_p50_us, -6_000.0);
+    }
+
+    #[test]
+    fn late_wake_ups_miss_every_frame_without_catching_up() {
+        // Woken 7 ms late with 4 ms of work in 10 ms periods: each frame
+        // ends 1 ms late, and the next starts a period later.
+        let mut c = FakeClock::new(7 * MS, &[]);
+        let s = frame_loop(&mut c, 10 * MS, 4 * MS, Some(0.1), &AtomicBool::new(false));
+        // Releases at 10, 30, 50, 70, 90 ms; each ran into the next period
+        // (the last into the one at 100 ms, where the loop ends).
+        assert_eq!((s.frames, s.missed, s.skipped), (5, 5, 5));
+        assert!(s.lateness_ns.iter().all(|&l| l == 1_000_000));
+    }
+
+    #[test]
+    fn a_stopped_frame_loop_renders_nothing() {
+        let mut c = FakeClock::new(0, &[]);
+        let s = frame_loop(&mut c, 10 * MS, 4 * MS, None, &AtomicBool::new(true));
+        assert_eq!(s, FrameStats::default());
+        assert_eq!(FrameResult::new(10 * MS, 4 * MS, &s).missed_pct(), 0.0);
+    }
+
+    #[test]
+    fn the_live_frame_loop_does_its_work() {
+        let s = frame_loop(
+            &mut Monotonic,
+            5 * MS,
+            MS,
+            Some(0.05),
+            &AtomicBool::new(false),
+        );
+        // Releases at 5, 10, …, 45 ms: nine periods, each rendered or
+        // skipped (a loaded machine may make some late).
+        assert!(s.frames >= 1 && s.frames + s.skipped <= 9, "{s:?}");
+        assert_eq!(s.frames as usize, s.lateness_ns.len());
     }
 
     #[test]

@@ -329,6 +329,21 @@ pub enum LabCommand {
     /// CPUs); per task CPU share and wake-up latency side by side. Needs
     /// root and rt-app; creates and removes its own cgroups.
     Validate(ValidateArgs),
+    /// A real workload, the kernel alone against corral: a parallel cargo
+    /// build of this workspace (offline, fresh target directory) with
+    /// cyclictest and a 60 Hz frame loop beside it, and with --stress
+    /// stress-ng over 1 to 2x the online CPUs. The corral variant starts
+    /// `corral run --scope-pid <this process>` as a user does. Medians over
+    /// runs, corral over baseline, and whether each goal was met. Needs
+    /// root, cargo, cyclictest (and stress-ng); creates and removes its own
+    /// cgroups.
+    Real(RealArgs),
+    /// How fast the daemon reacts: a new latency-critical thread placed, a
+    /// new hog given a dedicated CPU, and that CPU given back when the hog
+    /// dies, each timed through the socket (polled every 5 ms) of a `corral
+    /// run --scope-pid <this process>`. Needs root; creates and removes its
+    /// own cgroups.
+    Reaction(ReactionArgs),
     /// The scenarios of the test VM (scripts/vm-test), run inside it:
     /// v2 backend, hot-plug, the CPU count detector, 4 CPUs. Refuses to
     /// run unless the kernel command line has corral.vmtest=1.
@@ -356,6 +371,41 @@ pub struct ValidateArgs {
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
     /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RealArgs {
+    /// Runs, each one baseline and one corral variant (in alternating order).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub runs: u32,
+    /// cargo's -j.
+    #[arg(long, value_name = "J", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: u32,
+    /// Also time stress-ng --cpu N for N = 1 to 2x the online CPUs.
+    #[arg(long)]
+    pub stress: bool,
+    /// The daemon's --interval (default: its configured one).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    pub interval: Option<u64>,
+    /// The workspace to build (default: the one corral was built from).
+    #[arg(long, value_name = "DIR")]
+    pub source: Option<PathBuf>,
+    /// Keep the logs, cyclictest histograms and daemon status snapshots here.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Print JSON for programs instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReactionArgs {
+    /// Runs, each with a daemon of its own; medians are reported.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub runs: u32,
+    /// Print JSON for programs instead of tables.
     #[arg(long)]
     pub json: bool,
 }
@@ -462,6 +512,20 @@ pub enum WorkCommand {
         /// The boost's cap.
         #[arg(long, value_name = "MS")]
         boost_max_ms: Option<u64>,
+    },
+    /// A 60 Hz render loop: each period, WORK of CPU; a frame is missed
+    /// when its work ends after the end of its period (late frames skip
+    /// periods, never catch up). Runs until SIGINT or SIGTERM, or --seconds.
+    Frame {
+        /// The frame period (16667: 60 Hz).
+        #[arg(long, value_name = "US", default_value_t = 16_667, value_parser = clap::value_parser!(u64).range(100..))]
+        period_us: u64,
+        /// CPU time each frame's work takes.
+        #[arg(long, value_name = "US", default_value_t = 4_000)]
+        work_us: u64,
+        /// Stop after this long.
+        #[arg(long, value_name = "S")]
+        seconds: Option<f64>,
     },
     /// Start N threads that sleep for ever.
     Sleepers {

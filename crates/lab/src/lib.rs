@@ -14,12 +14,17 @@
 //!   its dispatcher through corral's socket.
 //! - [`boost_bench`]: how fast a boost request takes effect.
 //! - [`overhead`]: the daemon's own CPU and memory with a thousand threads.
+//! - [`real`]: a real parallel build with cyclictest and a 60 Hz frame
+//!   loop beside it (and stress-ng), the kernel alone against corral.
+//! - [`reaction`]: how fast the daemon places a new latency-critical
+//!   thread or hog, and gives a dedicated CPU back when its hog exits.
 //! - [`validate`]: the simulator against this kernel, rt-app workloads
 //!   run live and simulated from the same JSON.
 //! - [`vmguest`]: the scenarios `scripts/vm-test` runs in its QEMU guest.
 //! - [`work`]: the workload programs (`corral lab work …`).
 
 pub mod boost_bench;
+pub mod daemon_process;
 pub mod daemon_thread;
 pub mod groups;
 pub mod heavy;
@@ -27,6 +32,8 @@ pub mod interactive;
 pub mod latency;
 pub mod overhead;
 pub mod parallel;
+pub mod reaction;
+pub mod real;
 pub mod validate;
 pub mod vmguest;
 pub mod work;

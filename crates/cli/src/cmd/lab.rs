@@ -60,12 +60,15 @@ pub fn parallel(paths: &HostPaths, args: &ParallelArgs) -> anyhow::Result<ExitCo
 }
 
 use crate::args::{
-    HeavyArgs, InteractiveArgs, LabDaemonArgs, LatencyArgs, OverheadArgs, WorkCommand,
+    HeavyArgs, InteractiveArgs, LabDaemonArgs, LatencyArgs, OverheadArgs, ReactionArgs, RealArgs,
+    WorkCommand,
 };
 use anyhow::bail;
 use corral_lab::{heavy, latency, work};
 use corral_linux::cgroup::CgroupMounts;
 use corral_linux::placer::Layout;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// The daemon configuration and cgroup layout an experiment runs with.
 fn lab_setup(
@@ -330,6 +333,26 @@ pub fn work(w: WorkCommand) -> anyhow::Result<ExitCode> {
             );
             println!("{}", serde_json::to_string(&r)?);
         }
+        WorkCommand::Frame {
+            period_us,
+            work_us,
+            seconds,
+        } => {
+            anyhow::ensure!(
+                seconds.is_none_or(|s| s.is_finite() && s > 0.0),
+                "--seconds must be above 0"
+            );
+            // SIGINT or SIGTERM ends the loop; the figures are printed.
+            let stop = Arc::new(AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, Arc::clone(&stop))
+                    .context("cannot install signal handlers")?;
+            }
+            let (period_ns, work_ns) = (period_us * 1000, work_us * 1000);
+            let stats = work::frame_loop(&mut work::Monotonic, period_ns, work_ns, seconds, &stop);
+            let r = work::FrameResult::new(period_ns, work_ns, &stats);
+            println!("{}", serde_json::to_string(&r)?);
+        }
         WorkCommand::Hog => work::hog(),
         WorkCommand::Sleepers { threads } => work::sleepers(threads),
         WorkCommand::Interactive {
@@ -488,19 +511,9 @@ pub fn boost_latency(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `corral lab validate` (issue 6): the simulator against this kernel.
-pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::Result<ExitCode> {
-    use corral_lab::validate;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-    anyhow::ensure!(
-        args.seconds.fract() == 0.0 && (3.0..=600.0).contains(&args.seconds),
-        "--seconds must be a whole number from 3 to 600 (rt-app's duration is in seconds), not {}",
-        args.seconds
-    );
-    let env = validate::check_environment(paths).map_err(anyhow::Error::msg)?;
-    // Ctrl-C (or SIGTERM, SIGHUP) stops rt-app and removes the groups; a
-    // second Ctrl-C quits at once.
+/// A flag that Ctrl-C (or SIGTERM, SIGHUP) sets, for an experiment to stop
+/// its processes and remove its groups; a second Ctrl-C quits at once.
+fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register_conditional_shutdown(
         signal_hook::consts::SIGINT,
@@ -516,6 +529,231 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("cannot install signal handlers")?;
     }
+    Ok(stop)
+}
+
+/// The cgroup layout of an experiment that needs no daemon configuration
+/// of its own (its daemon runs with the defaults).
+fn lab_layout(paths: &HostPaths, json: bool) -> anyhow::Result<Layout> {
+    let d = LabDaemonArgs {
+        interval: 250,
+        config: None,
+        runs: 1,
+        json,
+    };
+    Ok(lab_setup(paths, &d)?.1)
+}
+
+/// `corral lab real`: a real build with latency probes, baseline and corral.
+pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::real;
+    let layout = lab_layout(paths, args.json)?;
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let cargo = real::find_cargo().map_err(anyhow::Error::msg)?;
+    for tool in ["cyclictest"]
+        .into_iter()
+        .chain(args.stress.then_some("stress-ng"))
+    {
+        anyhow::ensure!(
+            on_path(tool),
+            "{tool} is not installed (Debian: apt-get install {})",
+            if tool == "cyclictest" {
+                "rt-tests"
+            } else {
+                tool
+            }
+        );
+    }
+    let opts = real::Options {
+        runs: args.runs,
+        jobs: args.jobs,
+        stress: args.stress,
+        interval_ms: args.interval,
+        keep: args.keep.clone(),
+        source: args.source.clone().unwrap_or_else(real::default_source),
+        cargo,
+        stop: stop_flag()?,
+    };
+    let r = real::run(&exe, paths, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "real workload: `{}` (debug, fresh target directory) of {} on {} CPUs, beside cyclictest (SCHED_OTHER, one wake-up every {} ms) and a frame loop ({:.0} ms of CPU every {:.3} ms); corral: `corral run --scope-pid {}`{}; {} run(s), baseline first in odd runs, corral first in even ones",
+        r.build,
+        r.source.display(),
+        r.online_cpus,
+        r.cyclictest_interval_us / 1000,
+        r.frame_work_us as f64 / 1000.0,
+        r.frame_period_us as f64 / 1000.0,
+        std::process::id(),
+        r.interval_ms
+            .map_or(" with its default interval".into(), |ms| format!(" --interval {ms}")),
+        r.runs.len()
+    );
+    let mut t = Table::new(&[
+        "RUN",
+        "VARIANT",
+        "BUILD (s)",
+        "WAKE-UPS",
+        "CT P50 (us)",
+        "CT P99 (us)",
+        "CT MAX (us)",
+        "FRAMES",
+        "MISSED",
+        "MISSED %",
+        "LATE P99 (ms)",
+        "MANAGED/PLACED",
+        "STRESS-NG (s) BY WORKERS",
+    ]);
+    for run in &r.runs {
+        for v in &run.variants {
+            let c = &v.cyclictest;
+            t.row(vec![
+                run.run.to_string(),
+                v.name.clone(),
+                format!("{:.2}", v.build_s),
+                c.samples.to_string(),
+                c.p50_us.to_string(),
+                c.p99_us.to_string(),
+                c.max_us.to_string(),
+                v.frames.frames.to_string(),
+                v.frames.missed.to_string(),
+                format!("{:.2}", v.frames.missed_pct()),
+                format!("{:.2}", v.frames.lateness_p99_us / 1000.0),
+                v.daemon.as_ref().map_or("-".into(), |d| {
+                    format!("{}/{}", d.max_managed, d.max_placed)
+                }),
+                if v.stress.is_empty() {
+                    "-".into()
+                } else {
+                    v.stress
+                        .iter()
+                        .map(|s| format!("{}:{:.2}", s.workers, s.wall_s))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                },
+            ]);
+        }
+    }
+    print!("{}", t.render());
+    println!();
+    let mut t = Table::new(&[
+        "MEDIAN",
+        "BASELINE",
+        "CORRAL",
+        "CORRAL/BASELINE",
+        "GOAL",
+        "MET",
+    ]);
+    for g in &r.goals {
+        t.row(vec![
+            g.measure.clone(),
+            format!("{:.2}", g.baseline),
+            format!("{:.2}", g.corral),
+            format!("{:.3}", g.ratio),
+            g.goal.clone().unwrap_or_else(|| "-".into()),
+            g.met
+                .map_or("-", |m| if m { "met" } else { "not met" })
+                .into(),
+        ]);
+    }
+    print!("{}", t.render());
+    if let Some(ops) = r.stress_ops {
+        println!("stress-ng --cpu N --cpu-ops {ops} (calibrated for about 3 s with one worker, kernel alone)");
+    }
+    for w in &r.warnings {
+        println!("warning: {w}");
+    }
+    if let Some(k) = &r.kept {
+        println!(
+            "logs, cyclictest histograms and daemon status snapshots kept in {}",
+            k.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}
+
+/// `corral lab reaction`: how fast the daemon places and releases threads.
+pub fn reaction(paths: &HostPaths, args: &ReactionArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::reaction;
+    let layout = lab_layout(paths, args.json)?;
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let opts = reaction::Options {
+        runs: args.runs,
+        stop: stop_flag()?,
+    };
+    let r = reaction::run(&exe, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "daemon reaction: `corral run --scope-pid {}` (default configuration{}), asked through its socket every {:.0} ms; a reaction not seen within {:.0} s is counted missing",
+        std::process::id(),
+        r.interval_ms
+            .map_or(String::new(), |ms| format!(", interval {ms} ms")),
+        r.poll_ms,
+        r.limit_s
+    );
+    let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+    let mut t = Table::new(&[
+        "RUN",
+        "LATENCY (ms)",
+        "KNOWN/CLASSIFIED (ms)",
+        "HEAVY (ms)",
+        "GROUP",
+        "RELEASE (ms)",
+        "NOTES",
+    ]);
+    for x in &r.runs {
+        t.row(vec![
+            x.run.to_string(),
+            ms(x.latency_ms),
+            format!("{}/{}", ms(x.latency_seen_ms), ms(x.latency_classified_ms)),
+            ms(x.heavy_ms),
+            x.heavy_group.clone().unwrap_or_else(|| "-".into()),
+            ms(x.release_ms),
+            x.notes.join("; "),
+        ]);
+    }
+    print!("{}", t.render());
+    println!();
+    let mut t = Table::new(&["MEDIAN", "MS", "MISSING", "GOAL", "MET"]);
+    for g in &r.goals {
+        t.row(vec![
+            g.measure.clone(),
+            ms(g.median_ms),
+            g.missing.to_string(),
+            format!("<= {:.0} ms", g.goal_ms),
+            if g.met { "met" } else { "not met" }.into(),
+        ]);
+    }
+    print!("{}", t.render());
+    println!(
+        "LATENCY: a 10 ms / 1 ms periodic thread beside {} hogs, start -> latency-critical in the latency group (KNOWN: first answered by explain; CLASSIFIED: latency-critical). HEAVY: a hog beside a light sleeper, start -> dedicated group. RELEASE: that hog killed -> no dedicated group in status.",
+        r.hogs
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `corral lab validate` (issue 6): the simulator against this kernel.
+pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::validate;
+    anyhow::ensure!(
+        args.seconds.fract() == 0.0 && (3.0..=600.0).contains(&args.seconds),
+        "--seconds must be a whole number from 3 to 600 (rt-app's duration is in seconds), not {}",
+        args.seconds
+    );
+    let env = validate::check_environment(paths).map_err(anyhow::Error::msg)?;
+    // Ctrl-C stops rt-app and removes the groups.
+    let stop = stop_flag()?;
     let opts = validate::Options {
         seconds: args.seconds as u64,
         warmup: Duration::from_secs(1),

@@ -37,6 +37,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         }) => lab::boost_latency(&paths, requests, gap_ms, json),
         Command::Lab(LabCommand::Validate(args)) => lab::validate(&paths, &args),
+        Command::Lab(LabCommand::Real(args)) => lab::real(&paths, &args),
+        Command::Lab(LabCommand::Reaction(args)) => lab::reaction(&paths, &args),
         Command::Lab(LabCommand::VmGuest { out }) => lab::vm_guest(&out),
         Command::Lab(LabCommand::Work(w)) => lab::work(w),
     }

@@ -410,19 +410,43 @@ impl Guest {
             !matches!(light_at, Some((_, GroupKind::Dedicated, _))),
             format!("light in {light_at:?}"),
         );
-        // The dedicated CPU is the hog's alone.
+        // The dedicated CPU is the hog's: alone with `dedicated_exclusive`,
+        // otherwise the groups that may use it when the hog sleeps weigh
+        // less (the latency group's members are light by definition).
         if let Some((name, _, cpus)) = &hog_at {
-            let shared: Vec<String> = s
+            let own = s
+                .groups
+                .iter()
+                .find(|g| &g.name == name)
+                .map_or(0, |g| g.shares);
+            let others: Vec<String> = s
                 .groups
                 .iter()
                 .filter(|g| &g.name != name && !g.cpus.intersection(cpus).is_empty())
-                .map(|g| g.name.clone())
+                .map(|g| format!("{}={}", g.name, g.shares))
                 .collect();
+            let heavier = s.groups.iter().any(|g| {
+                &g.name != name
+                    && g.kind != GroupKind::Latency
+                    && !g.cpus.intersection(cpus).is_empty()
+                    && g.shares * 2 > own
+            });
+            let exclusive = corral_core::config::Config::default()
+                .plan
+                .dedicated_exclusive;
             self.check(
                 S,
-                "no other group has the dedicated CPU",
-                shared.is_empty(),
-                format!("{name} on {cpus}; others on it: {shared:?}"),
+                if exclusive {
+                    "no other group has the dedicated CPU"
+                } else {
+                    "other groups on the dedicated CPU weigh less than half of it"
+                },
+                if exclusive {
+                    others.is_empty()
+                } else {
+                    !heavier
+                },
+                format!("{name}={own} on {cpus}; others on it: {others:?}"),
             );
             let cg = cgroup_of(hog);
             self.check(
@@ -720,21 +744,41 @@ impl Guest {
         let dedicated: CpuSet = groups_of(&s, GroupKind::Dedicated)
             .iter()
             .fold(CpuSet::default(), |acc, g| acc.union(&g.cpus));
-        let rest = all.difference(&dedicated);
+        // With `dedicated_exclusive` the rest share the other two CPUs;
+        // otherwise every CPU, at a weight below the dedicated groups'.
+        let exclusive = corral_core::config::Config::default()
+            .plan
+            .dedicated_exclusive;
+        let rest = if exclusive {
+            all.difference(&dedicated)
+        } else {
+            all.clone()
+        };
+        let lightest_dedicated = groups_of(&s, GroupKind::Dedicated)
+            .iter()
+            .map(|g| g.shares)
+            .min()
+            .unwrap_or(0);
         let shared = groups_of(&s, GroupKind::Shared);
         let light_at = placed(&s, light);
         self.check(
             S,
-            "the rest share the other two",
-            ok && rest.len() == 2
+            if exclusive {
+                "the rest share the other two"
+            } else {
+                "the rest share every CPU at a lower weight"
+            },
+            ok && all.difference(&dedicated).len() == 2
                 && !shared.is_empty()
-                && shared.iter().all(|g| g.cpus == rest)
+                && shared
+                    .iter()
+                    .all(|g| g.cpus == rest && (exclusive || g.shares * 2 <= lightest_dedicated))
                 && light_at.as_ref().is_some_and(|(_, _, c)| *c == rest),
             format!(
                 "dedicated {dedicated}; shared groups {:?}; light in {light_at:?}",
                 shared
                     .iter()
-                    .map(|g| format!("{}={}", g.name, g.cpus))
+                    .map(|g| format!("{}={} shares {}", g.name, g.cpus, g.shares))
                     .collect::<Vec<_>>()
             ),
         );

@@ -291,10 +291,13 @@ impl Classifier {
     ///
     /// Heavy and medium by the window's utilisation (it lifts the peak as
     /// an interval would). Latency-critical by the interval rules applied
-    /// to the window, with regularity judged on the fast samples: a
-    /// periodic thread's count in a sample of `d` seconds is its rate × d
-    /// rounded either way, so their coefficient of variation may exceed
-    /// `max_rate_cv` by that rounding, 1 / (mean rate × mean d).
+    /// to the window, with regularity judged on the fast samples (at least
+    /// three): a periodic thread of rate r wakes r × d times in a sample of
+    /// d seconds, rounded either way, so each sample's count must be within
+    /// 1 + `max_rate_cv` × r × d of r × d, with r the window's rate and at
+    /// least one wake-up expected per sample. A thread woken by events
+    /// (a compiler's helper threads, a build tool reading its children's
+    /// output) has counts like 0, 12, 3 and waits for the intervals.
     pub fn young(
         &mut self,
         tid: u32,
@@ -306,12 +309,14 @@ impl Classifier {
         let mut st = self.states.remove(&tid).unwrap_or_else(State::new);
         st.peak = st.peak.max(window.util);
         st.intensity = self.intensity(st.intensity, st.peak);
-        let n = rates.len() as f64;
-        let regular = n >= 2.0 && {
-            let mean = rates.iter().map(|r| r.0).sum::<f64>() / n;
-            let mean_d = rates.iter().map(|r| r.1).sum::<f64>() / n;
-            let cv = coefficient_of_variation(&rates.iter().map(|r| r.0).collect());
-            mean > 0.0 && cv <= lc.max_rate_cv + 1.0 / (mean * mean_d)
+        let regular = rates.len() >= 3 && {
+            let woke: f64 = rates.iter().map(|(r, d)| r * d).sum();
+            let secs: f64 = rates.iter().map(|(_, d)| d).sum();
+            let rate = woke / secs;
+            rates.iter().all(|&(r, d)| {
+                let expected = rate * d;
+                expected >= 1.0 && (r * d - expected).abs() <= 1.0 + lc.max_rate_cv * expected
+            })
         };
         if lc.enabled
             && st.intensity == Class::Light
@@ -504,6 +509,33 @@ mod tests {
         for _ in 0..5 {
             assert_eq!(c.update(2, Some(&stats(0.15, 15.0))).class, Class::Light);
         }
+    }
+
+    #[test]
+    fn a_young_thread_is_latency_critical_only_when_its_samples_are_regular() {
+        let mut c = Classifier::new(ClassifyConfig::default());
+        // 10 ms period, 1 ms runs: 150 ms window, 50 ms samples of 5 ± 1.
+        let window = ThreadStats {
+            run_per_wakeup_ns: 1e6,
+            ..stats(0.1, 100.0)
+        };
+        let periodic = [(100.0, 0.05), (120.0, 0.05), (80.0, 0.05)];
+        assert_eq!(
+            c.young(1, &window, &periodic).map(|v| v.class),
+            Some(Class::LatencyCritical)
+        );
+        // The same wake-ups in bursts: 0, 12, 3 per sample.
+        let bursty = [(0.0, 0.05), (240.0, 0.05), (60.0, 0.05)];
+        assert_eq!(c.young(2, &window, &bursty).map(|v| v.class), None);
+        // Two samples are too few to call anything regular.
+        assert_eq!(c.young(3, &window, &periodic[..2]).map(|v| v.class), None);
+        // Under one wake-up expected per sample: rounding is all there is.
+        let slow = ThreadStats {
+            run_per_wakeup_ns: 1e6,
+            ..stats(0.01, 12.0)
+        };
+        let sparse = [(20.0, 0.05), (0.0, 0.05), (20.0, 0.05)];
+        assert_eq!(c.young(4, &slow, &sparse).map(|v| v.class), None);
     }
 
     #[test]

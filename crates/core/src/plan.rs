@@ -53,7 +53,7 @@ const LITTLE_HEADROOM: f64 = 1.25;
 /// A thread runnable this share of the time or more wants a whole CPU,
 /// whatever its class says (four hogs on two CPUs each *get* 0.5, and
 /// their peaks then say only "heavy enough").
-const CPU_BOUND: f64 = 0.9;
+pub const CPU_BOUND: f64 = 0.9;
 
 /// A managed thread, as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -153,6 +153,21 @@ pub fn plan(
     threads: &[PlanThread],
     cfg: &PlanConfig,
     previous: Option<&Plan>,
+) -> Plan {
+    plan_around(topo, threads, cfg, previous, &CpuSet::new())
+}
+
+/// As [`plan`], with `pinned` the CPUs that unmanaged threads whose
+/// affinity someone narrowed use (cyclictest's measuring thread, a
+/// per-CPU worker): none of them is dedicated. Such a thread cannot leave
+/// its CPU, and a dedicated group's weight there would starve it (beside a
+/// 10240-share group a thread of a 1024-share cgroup gets 1/11 of the CPU).
+pub fn plan_around(
+    topo: &Topology,
+    threads: &[PlanThread],
+    cfg: &PlanConfig,
+    previous: Option<&Plan>,
+    pinned: &CpuSet,
 ) -> Plan {
     let mut out = Plan::default();
     let mut usable = topo.online.difference(&topo.isolated);
@@ -254,13 +269,15 @@ pub fn plan(
     // CPU preference for dedicated cores: fastest first; among equals the
     // highest id, leaving CPU 0 (where housekeeping and IRQs tend to
     // land) to the shared group.
-    let mut candidates: Vec<u32> = usable.iter().collect();
+    let mut candidates: Vec<u32> = usable.iter().filter(|&c| !pinned.contains(c)).collect();
     candidates.sort_by(|&a, &b| capacity(b).cmp(&capacity(a)).then(b.cmp(&a)));
     let mut taken = CpuSet::new();
     let mut dedicated: Vec<(u32, &PlanThread)> = Vec::new();
     // Incumbents keep their CPU if it is still usable.
     for t in winners {
-        if let Some(cpu) = prev_cpu(t.tid).filter(|&c| usable.contains(c) && !taken.contains(c)) {
+        if let Some(cpu) =
+            prev_cpu(t.tid).filter(|&c| candidates.contains(&c) && !taken.contains(c))
+        {
             taken.insert(cpu);
             dedicated.push((cpu, t));
         }
@@ -274,7 +291,7 @@ pub fn plan(
             .map(|&c| capacity(c));
         let own = t.cpu;
         if dedicated.iter().all(|(_, d)| d.tid != t.tid)
-            && usable.contains(own)
+            && candidates.contains(&own)
             && !taken.contains(own)
             && best_free.is_some_and(|best| capacity(own) >= best)
         {
@@ -596,10 +613,10 @@ mod tests {
         assert_eq!(p.group_of(1).unwrap().shares, 10240);
         // Work-conserving: the others yield CPU 1 by weight, not by cpuset.
         assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0-1");
+        assert_eq!(p.group_of(2).unwrap().slice_ns, None);
         assert_eq!(p.group_of(3).unwrap().name, MEDIUM);
         assert_eq!(p.group_of(4).unwrap().shares, 10240);
         assert_eq!(p.group_of(4).unwrap().slice_ns, Some(300_000));
-        assert_eq!(p.group_of(2).unwrap().slice_ns, None);
         // One medium thread on one shared CPU against 1024: 1024 guarantees 0.5.
         assert_eq!(p.group_of(3).unwrap().shares, 1024);
         // Exclusive: the others leave the dedicated CPU (paper 000's form).
@@ -738,6 +755,32 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_pinned_work_needs_is_never_dedicated() {
+        let tp = topo("0-1", 2, &[]);
+        let mut hog = t(1, Class::Heavy, 0.9);
+        hog.cpu = 0;
+        let cfg = PlanConfig::default();
+        // The hog would keep the CPU it runs on; pinned work there sends
+        // it to the other.
+        let p = plan(&tp, &[hog.clone()], &cfg, None);
+        assert_eq!(p.dedicated_cpu(1), Some(0));
+        let p = plan_around(&tp, &[hog.clone()], &cfg, None, &"0".parse().unwrap());
+        assert_eq!(p.dedicated_cpu(1), Some(1));
+        // An incumbent gives up a CPU that became pinned.
+        let before = plan(&tp, &[hog.clone()], &cfg, None);
+        let p = plan_around(
+            &tp,
+            &[hog.clone()],
+            &cfg,
+            Some(&before),
+            &"0".parse().unwrap(),
+        );
+        assert_eq!(p.dedicated_cpu(1), Some(1));
+        let p = plan_around(&tp, &[hog], &cfg, None, &"0-1".parse().unwrap());
+        assert!(p.groups.values().all(|g| g.kind != GroupKind::Dedicated));
+    }
+
+    #[test]
     fn plans_only_over_online_cpus() {
         let p = plan(
             &topo("0,2", 4, &[]),
@@ -747,6 +790,17 @@ mod tests {
         );
         assert_eq!(p.dedicated_cpu(1), Some(2));
         assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0,2");
+        let exclusive = PlanConfig {
+            dedicated_exclusive: true,
+            ..Default::default()
+        };
+        let p = plan(
+            &topo("0,2", 4, &[]),
+            &[t(1, Class::Heavy, 0.9), t(2, Class::Light, 0.1)],
+            &exclusive,
+            None,
+        );
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
     }
 
     #[test]

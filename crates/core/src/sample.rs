@@ -84,6 +84,8 @@ pub struct ThreadSample {
     /// Whether someone narrowed the thread's affinity: its allowed CPUs
     /// leave out an online CPU (read before corral placed it).
     pub affinity_narrowed: bool,
+    /// The CPUs it may run on, when narrowed.
+    pub allowed: Option<crate::cpuset::CpuSet>,
 }
 
 impl ThreadSample {
@@ -109,6 +111,7 @@ impl ThreadSample {
             exe: None,
             cgroup: None,
             affinity_narrowed: false,
+            allowed: None,
         }
     }
 }

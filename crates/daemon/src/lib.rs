@@ -102,6 +102,9 @@ pub struct Daemon<H: Host> {
     /// every few hundred ms, and the planner's tie-breaks look at this one
     /// so that when a boost ends every thread goes back where it was.
     stable: Plan,
+    /// CPUs that active unmanaged threads with a narrowed affinity use:
+    /// never dedicated (see [`plan::plan_around`]).
+    pinned: CpuSet,
 }
 
 /// A young thread: its first read and the fast samples since.
@@ -116,6 +119,21 @@ struct Young {
     last: Option<(ThreadSample, u64)>,
     /// Wake-up rate and length (s) of each fast sample.
     rates: Vec<(f64, f64)>,
+    /// Share of its life so far it was runnable (0 before a second read).
+    runnable: f64,
+}
+
+impl Young {
+    fn new(pid: u32, born_ns: u64, first: Option<(ThreadSample, u64)>) -> Young {
+        Young {
+            pid,
+            born_ns,
+            last: first.clone(),
+            first,
+            rates: Vec::new(),
+            runnable: 0.0,
+        }
+    }
 }
 
 /// A boost in force.
@@ -181,6 +199,7 @@ impl<H: Host> Daemon<H> {
             rate: RateLimit::default(),
             pending_replan: false,
             stable: Plan::default(),
+            pinned: CpuSet::new(),
             young: BTreeMap::new(),
         })
     }
@@ -243,13 +262,9 @@ impl<H: Host> Daemon<H> {
             let at = snapshot.at_ns;
             for t in &snapshot.threads {
                 if !self.tracker.knows(t.tid) && !self.applied.placements.contains_key(&t.tid) {
-                    self.young.entry(t.tid).or_insert_with(|| Young {
-                        pid: t.pid,
-                        born_ns: at,
-                        first: Some((t.clone(), at)),
-                        last: Some((t.clone(), at)),
-                        rates: Vec::new(),
-                    });
+                    self.young
+                        .entry(t.tid)
+                        .or_insert_with(|| Young::new(t.pid, at, Some((t.clone(), at))));
                 }
             }
         }
@@ -297,6 +312,15 @@ impl<H: Host> Daemon<H> {
             known.insert(tid, k);
         }
         self.classifier.retain(|tid| known.contains_key(&tid));
+        self.pinned = known
+            .values()
+            .filter(|k| {
+                matches!(k.unmanaged, Some(Unmanaged::AffinityNarrowed))
+                    && k.stats
+                        .is_some_and(|s| s.util > 0.0 || s.wakeups_per_s > 0.0)
+            })
+            .filter_map(|k| k.sample.allowed.clone())
+            .fold(CpuSet::new(), |acc, c| acc.union(&c));
         self.known = known;
         // A boosted thread that vanished from the scope ends its boost; one
         // not boosted for `keep_group_s` gives its own group up.
@@ -336,16 +360,7 @@ impl<H: Host> Daemon<H> {
         let events = self.host.task_events();
         let now = self.host.now_ns();
         for (tid, pid) in events.born {
-            self.young.insert(
-                tid,
-                Young {
-                    pid,
-                    born_ns: now,
-                    first: None,
-                    last: None,
-                    rates: Vec::new(),
-                },
-            );
+            self.young.insert(tid, Young::new(pid, now, None));
         }
         let mut replan = false;
         for tid in events.exited {
@@ -395,6 +410,7 @@ impl<H: Host> Daemon<H> {
                 else {
                     continue;
                 };
+                y.runnable = window.util + window.wait_ratio;
                 if window.interval_ns < min_ns {
                     continue;
                 }
@@ -481,11 +497,34 @@ impl<H: Host> Daemon<H> {
         for (t, b) in self.plan_threads.iter_mut().zip(states) {
             t.boost = b;
         }
-        let next = plan::plan(
+        // Young threads without a class yet that were runnable nearly all
+        // their life count among the threads wanting a CPU (as light ones,
+        // which stay where they are): in a parallel build the first
+        // compiler classified heavy would otherwise get a core that the
+        // next ones, classified 50 ms later, take back.
+        let mut threads = self.plan_threads.clone();
+        for (&tid, y) in &self.young {
+            if y.runnable >= plan::CPU_BOUND && threads.iter().all(|t| t.tid != tid) {
+                if let Some((sample, _)) = &y.last {
+                    threads.push(PlanThread {
+                        tid,
+                        pid: y.pid,
+                        class: Class::Light,
+                        peak: 0.0,
+                        util: 0.0,
+                        runnable: y.runnable,
+                        cpu: sample.cpu,
+                        boost: Boost::None,
+                    });
+                }
+            }
+        }
+        let next = plan::plan_around(
             &self.topology,
-            &self.plan_threads,
+            &threads,
             &self.config.plan,
             Some(&self.stable),
+            &self.pinned,
         );
         if self.boosts.is_empty() {
             self.stable = next.clone();

@@ -413,6 +413,9 @@ impl Sampler {
         }
         if let Some(allowed) = read_cpus_allowed(&dir)? {
             sample.affinity_narrowed = !self.online.is_subset(&allowed);
+            if sample.affinity_narrowed {
+                sample.allowed = Some(allowed);
+            }
         }
         sample.cgroup = read_cpu_cgroup(&dir);
         if self.want_exe {

@@ -269,6 +269,14 @@ impl<K: SchedClass> SimHost<K> {
             exe: Some("/usr/bin/rt-app".into()),
             cgroup: Some(self.cgroup[t].clone()),
             affinity_narrowed: narrowed,
+            allowed: narrowed.then(|| {
+                self.m
+                    .task_affinity(t)
+                    .iter()
+                    .map(|&c| c as u32)
+                    .filter(|&c| online.get(c as usize).copied().unwrap_or(false))
+                    .collect()
+            }),
         }
     }
 }

@@ -154,21 +154,35 @@ pub fn plan(
     cfg: &PlanConfig,
     previous: Option<&Plan>,
 ) -> Plan {
-    plan_around(topo, threads, cfg, previous, &CpuSet::new())
+    plan_around(topo, threads, cfg, previous, &Unplanned::default())
 }
 
-/// As [`plan`], with `pinned` the CPUs that unmanaged threads whose
-/// affinity someone narrowed use (cyclictest's measuring thread, a
-/// per-CPU worker): none of them is dedicated. Such a thread cannot leave
-/// its CPU, and a dedicated group's weight there would starve it (beside a
-/// 10240-share group a thread of a 1024-share cgroup gets 1/11 of the CPU).
+/// Work the plan does not place but must leave room for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unplanned {
+    /// CPUs that unmanaged threads whose affinity someone narrowed use
+    /// (cyclictest's measuring thread, a per-CPU worker): none of them is
+    /// dedicated. Such a thread cannot leave its CPU, and a dedicated
+    /// group's weight there would starve it (beside a 10240-share group a
+    /// thread of a 1024-share cgroup gets 1/11 of the CPU).
+    pub pinned: CpuSet,
+    /// Threads not classified yet that were runnable at least
+    /// [`CPU_BOUND`] of their life: they want a CPU as much as the
+    /// heavy ones (in a parallel build the first compiler classified
+    /// heavy would otherwise get a core the next ones take back 50 ms
+    /// later).
+    pub cpu_bound: usize,
+}
+
+/// As [`plan`], leaving room for `unplanned`.
 pub fn plan_around(
     topo: &Topology,
     threads: &[PlanThread],
     cfg: &PlanConfig,
     previous: Option<&Plan>,
-    pinned: &CpuSet,
+    unplanned: &Unplanned,
 ) -> Plan {
+    let pinned = &unplanned.pinned;
     let mut out = Plan::default();
     let mut usable = topo.online.difference(&topo.isolated);
     if usable.is_empty() {
@@ -258,7 +272,8 @@ pub fn plan_around(
     let wanting = threads
         .iter()
         .filter(|t| t.class == Class::Heavy || (!dedicating && t.runnable >= CPU_BOUND))
-        .count();
+        .count()
+        + if dedicating { 0 } else { unplanned.cpu_bound };
     let outnumbered = wanting > slots;
     let winners = if outnumbered {
         &heavy[..0]
@@ -756,6 +771,10 @@ mod tests {
 
     #[test]
     fn a_cpu_pinned_work_needs_is_never_dedicated() {
+        let pinned = |cpus: &str| Unplanned {
+            pinned: cpus.parse().unwrap(),
+            ..Default::default()
+        };
         let tp = topo("0-1", 2, &[]);
         let mut hog = t(1, Class::Heavy, 0.9);
         hog.cpu = 0;
@@ -764,19 +783,20 @@ mod tests {
         // it to the other.
         let p = plan(&tp, &[hog.clone()], &cfg, None);
         assert_eq!(p.dedicated_cpu(1), Some(0));
-        let p = plan_around(&tp, &[hog.clone()], &cfg, None, &"0".parse().unwrap());
+        let p = plan_around(&tp, &[hog.clone()], &cfg, None, &pinned("0"));
         assert_eq!(p.dedicated_cpu(1), Some(1));
         // An incumbent gives up a CPU that became pinned.
         let before = plan(&tp, &[hog.clone()], &cfg, None);
-        let p = plan_around(
-            &tp,
-            &[hog.clone()],
-            &cfg,
-            Some(&before),
-            &"0".parse().unwrap(),
-        );
+        let p = plan_around(&tp, &[hog.clone()], &cfg, Some(&before), &pinned("0"));
         assert_eq!(p.dedicated_cpu(1), Some(1));
-        let p = plan_around(&tp, &[hog], &cfg, None, &"0-1".parse().unwrap());
+        let p = plan_around(&tp, &[hog.clone()], &cfg, None, &pinned("0-1"));
+        assert!(p.groups.values().all(|g| g.kind != GroupKind::Dedicated));
+        // Unclassified CPU-bound threads outnumber the free cores: none.
+        let young = Unplanned {
+            cpu_bound: 1,
+            ..Default::default()
+        };
+        let p = plan_around(&tp, &[hog], &cfg, None, &young);
         assert!(p.groups.values().all(|g| g.kind != GroupKind::Dedicated));
     }
 

@@ -84,7 +84,9 @@ pub struct ThreadSample {
     /// Whether someone narrowed the thread's affinity: its allowed CPUs
     /// leave out an online CPU (read before corral placed it).
     pub affinity_narrowed: bool,
-    /// The CPUs it may run on, when narrowed.
+    /// The CPUs it may run on, when someone other than corral narrowed
+    /// them (a thread forked inside a corral cpuset group inherits its
+    /// CPUs: not set).
     pub allowed: Option<crate::cpuset::CpuSet>,
 }
 

@@ -103,7 +103,7 @@ pub struct Daemon<H: Host> {
     /// so that when a boost ends every thread goes back where it was.
     stable: Plan,
     /// CPUs that active unmanaged threads with a narrowed affinity use:
-    /// never dedicated (see [`plan::plan_around`]).
+    /// never dedicated (see [`plan::Unplanned`]).
     pinned: CpuSet,
 }
 
@@ -497,34 +497,23 @@ impl<H: Host> Daemon<H> {
         for (t, b) in self.plan_threads.iter_mut().zip(states) {
             t.boost = b;
         }
-        // Young threads without a class yet that were runnable nearly all
-        // their life count among the threads wanting a CPU (as light ones,
-        // which stay where they are): in a parallel build the first
-        // compiler classified heavy would otherwise get a core that the
-        // next ones, classified 50 ms later, take back.
-        let mut threads = self.plan_threads.clone();
-        for (&tid, y) in &self.young {
-            if y.runnable >= plan::CPU_BOUND && threads.iter().all(|t| t.tid != tid) {
-                if let Some((sample, _)) = &y.last {
-                    threads.push(PlanThread {
-                        tid,
-                        pid: y.pid,
-                        class: Class::Light,
-                        peak: 0.0,
-                        util: 0.0,
-                        runnable: y.runnable,
-                        cpu: sample.cpu,
-                        boost: Boost::None,
-                    });
-                }
-            }
-        }
+        let unplanned = plan::Unplanned {
+            pinned: self.pinned.clone(),
+            cpu_bound: self
+                .young
+                .iter()
+                .filter(|(tid, y)| {
+                    y.runnable >= plan::CPU_BOUND
+                        && self.plan_threads.iter().all(|t| t.tid != **tid)
+                })
+                .count(),
+        };
         let next = plan::plan_around(
             &self.topology,
-            &threads,
+            &self.plan_threads,
             &self.config.plan,
             Some(&self.stable),
-            &self.pinned,
+            &unplanned,
         );
         if self.boosts.is_empty() {
             self.stable = next.clone();

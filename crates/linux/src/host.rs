@@ -54,7 +54,7 @@ impl LinuxHost {
         };
         let _ = mounts;
         Ok(LinuxHost {
-            sampler: Sampler::new(paths.clone(), scope, online),
+            sampler: Sampler::new(paths.clone(), scope, online, root_name),
             placer: Placer::new(layout, root_name, &paths),
             paths,
             dry_run,

@@ -61,6 +61,8 @@ pub struct Sampler {
     scoped_pids: HashMap<u32, u64>,
     /// Threads kept in scope whatever the scope says (corral moved them).
     pinned: HashMap<u32, u32>,
+    /// `/<corral's root>/`: cgroup paths below it are corral's groups.
+    own_groups: String,
     exe_cache: HashMap<u32, Option<Arc<str>>>,
     want_exe: bool,
     generation: u64,
@@ -71,8 +73,9 @@ pub struct Sampler {
 
 impl Sampler {
     /// A sampler for `scope`; `online` is used to tell whether a new
-    /// thread's affinity was narrowed by someone.
-    pub fn new(paths: HostPaths, scope: Scope, online: CpuSet) -> Sampler {
+    /// thread's affinity was narrowed by someone, `own_root` (corral's
+    /// cgroup root, e.g. `corral`) whether that someone was corral.
+    pub fn new(paths: HostPaths, scope: Scope, online: CpuSet, own_root: &str) -> Sampler {
         let mut never = HashSet::from([1u32, std::process::id()]);
         // Our ancestors: moving them would move the shell that runs us.
         let mut pid = std::process::id();
@@ -88,6 +91,7 @@ impl Sampler {
             threads: HashMap::new(),
             scoped_pids: HashMap::new(),
             pinned: HashMap::new(),
+            own_groups: format!("/{own_root}/"),
             exe_cache: HashMap::new(),
             want_exe: false,
             generation: 0,
@@ -411,13 +415,19 @@ impl Sampler {
         if !read_details(&dir, &mut sample, &mut self.buf)? {
             return Ok(None);
         }
+        sample.cgroup = read_cpu_cgroup(&dir);
         if let Some(allowed) = read_cpus_allowed(&dir)? {
             sample.affinity_narrowed = !self.online.is_subset(&allowed);
-            if sample.affinity_narrowed {
+            // A thread forked inside one of corral's cpuset groups inherits
+            // its CPUs: corral narrowed it, nobody pinned it there.
+            let ours = sample
+                .cgroup
+                .as_deref()
+                .is_some_and(|c| c.starts_with(&self.own_groups));
+            if sample.affinity_narrowed && !ours {
                 sample.allowed = Some(allowed);
             }
         }
-        sample.cgroup = read_cpu_cgroup(&dir);
         if self.want_exe {
             let exe = self
                 .exe_cache
@@ -642,6 +652,47 @@ mod tests {
             ('S', 1, 0, 1, 0)
         );
         assert_eq!(s.flags, 4194560);
+    }
+
+    #[test]
+    fn affinity_narrowed_inside_corral_groups_is_not_somebody_elses_pin() {
+        let dir = std::env::temp_dir().join(format!("corral-sampler-pin-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let host = crate::fake::FakeHost::new(&dir);
+        host.cpus("0-1", "0-1", "0-1");
+        // One process: a thread someone pinned to CPU 0, one forked inside
+        // corral's dedicated-cpu1 (so on CPU 1), one free.
+        for (tid, allowed, cgroup) in [
+            (4242, "0", "/lab"),
+            (4243, "1", "/corral/dedicated-cpu1"),
+            (4244, "0-1", "/lab"),
+        ] {
+            let task = format!("proc/4242/task/{tid}");
+            let stat = format!("{tid} (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+            host.write(&format!("{task}/stat"), &stat)
+                .write(&format!("{task}/schedstat"), "1000 0 1\n")
+                .write(
+                    &format!("{task}/status"),
+                    &format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n"),
+                )
+                .write(&format!("{task}/cgroup"), &format!("4:cpu,cpuacct:{cgroup}\n0::/\n"));
+        }
+        host.write("proc/4242/stat", "4242 (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+        let mut sampler = Sampler::new(
+            host.paths(),
+            Scope::Pids(vec![4242]),
+            "0-1".parse().unwrap(),
+            "corral",
+        );
+        let snap = sampler.sample(0).unwrap();
+        let by = |tid: u32| snap.threads.iter().find(|t| t.tid == tid).unwrap().clone();
+        assert_eq!(by(4242).allowed, Some("0".parse().unwrap()));
+        assert!(by(4242).affinity_narrowed);
+        assert!(by(4243).affinity_narrowed);
+        assert_eq!(by(4243).allowed, None);
+        assert!(!by(4244).affinity_narrowed);
+        assert_eq!(by(4244).allowed, None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

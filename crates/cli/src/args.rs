@@ -51,6 +51,15 @@ pub enum Command {
     /// under load); the process's affinity and cpuset limit them; a CPU quota
     /// caps the count, rounded up.
     Cpus(CpusArgs),
+    /// Undo what a daemon that was killed or crashed left behind.
+    ///
+    /// Every thread found in corral's groups goes back to where the
+    /// daemon's record (/run/corral/corral.json) says it came from, or to
+    /// the hierarchy's root when the record does not name it; recorded
+    /// nice values and slices are given back; corral's groups are removed.
+    /// `corral run` does the same when it starts. Fit for a systemd unit's
+    /// ExecStopPost=. Refused while the daemon that wrote the record runs.
+    Restore(RestoreArgs),
     /// Run a command with its thread-count variables set from `corral cpus`.
     ///
     /// Sets OMP_NUM_THREADS, RAYON_NUM_THREADS and GOMAXPROCS to the
@@ -190,6 +199,24 @@ pub struct RunArgs {
     pub scope_cgroup: Vec<String>,
     /// Name of corral's own group under each cgroup mount (must start with
     /// "corral"); tests and experiments use their own.
+    #[arg(long, value_name = "NAME", default_value = "corral", hide = true)]
+    pub group_name: String,
+    /// Where the crash-safe record of what corral changed is kept
+    /// (`<group>.json`); a start, or `corral restore`, undoes what a killed
+    /// daemon left behind from it.
+    #[arg(long, value_name = "DIR", default_value = "/run/corral")]
+    pub state_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// cgroup interface: v1, v2 or auto.
+    #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "auto"], default_value = "auto")]
+    pub cgroup: String,
+    /// Where the daemon keeps its record (as `corral run --state-dir`).
+    #[arg(long, value_name = "DIR", default_value = "/run/corral")]
+    pub state_dir: PathBuf,
+    /// corral's group name (as `corral run --group-name`).
     #[arg(long, value_name = "NAME", default_value = "corral", hide = true)]
     pub group_name: String,
 }
@@ -389,6 +416,10 @@ pub struct RealArgs {
     /// The daemon's --interval (default: its configured one).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub interval: Option<u64>,
+    /// The daemon's configuration file (default: the built-in one), to try a
+    /// policy change on the real workload.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// The workspace to build (default: the one corral was built from).
     #[arg(long, value_name = "DIR")]
     pub source: Option<PathBuf>,
@@ -405,6 +436,9 @@ pub struct ReactionArgs {
     /// Runs, each with a daemon of its own; medians are reported.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub runs: u32,
+    /// The daemon's configuration file (default: the built-in one).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Print JSON for programs instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -10,7 +10,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    if !matches!(cli.command, args::Command::Run(_) | args::Command::Lab(_)) {
+    if !matches!(
+        cli.command,
+        args::Command::Run(_) | args::Command::Lab(_) | args::Command::Restore(_)
+    ) {
         // A client command piped into `head` should end quietly when the
         // pipe closes, as Unix tools do. (Not the daemon or experiments:
         // a client leaving the socket early must not kill them.)

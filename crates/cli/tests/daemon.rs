@@ -437,3 +437,135 @@ fn issue_13_a_bad_scope_root_is_reported_at_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kernel thread"), "{err}");
 }
+
+/// Starts `corral run` on `w` with its record in `state`; waits until the
+/// periodic thread sits in the latency group (false if it never does).
+fn start_placed(w: &Workload, state: &Path, socket: &Path) -> (Child, bool) {
+    let daemon = Command::new(BIN)
+        .args([
+            "run",
+            "--interval",
+            "100",
+            "--scope-cgroup",
+            &w.scope(),
+            "--group-name",
+            &w.daemon_name,
+            "--state-dir",
+        ])
+        .arg(state)
+        .arg("--socket")
+        .arg(socket)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let periodic = w.pids()[2];
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        if let Some(s) = status(socket) {
+            if s["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["tid"] == periodic && t["group"] == "latency")
+            {
+                return (daemon, true);
+            }
+        }
+    }
+    (daemon, false)
+}
+
+fn signal(child: &Child, sig: rustix::process::Signal) {
+    rustix::process::kill_process(rustix::process::Pid::from_child(child), sig).unwrap();
+}
+
+/// Issue 14: a `kill -9` leaves threads in corral's groups; the next start
+/// puts them back from the record before anything else, and `corral
+/// restore` does the same alone. SIGHUP ends the daemon cleanly.
+#[test]
+fn privileged_kill9_is_undone_by_the_next_start_and_by_restore() {
+    let _serial = serial();
+    let test = "privileged_kill9_is_undone_by_the_next_start_and_by_restore";
+    let Some(mounts) = v1_mounts(test) else {
+        return;
+    };
+    let w = Workload::start("kill", mounts);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = w.placement();
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let record = state.join(format!("{}.json", w.daemon_name));
+    let socket = tmp.path().join("corral.sock");
+
+    // 1. kill -9, then a new start: it reconciles, and SIGTERM ends clean.
+    let (mut d, placed) = start_placed(&w, &state, &socket);
+    signal(&d, rustix::process::Signal::KILL);
+    let _ = d.wait();
+    assert!(placed, "the daemon never placed the periodic thread");
+    assert_ne!(w.placement(), before, "the kill left threads moved");
+    assert!(record.exists(), "no record at {}", record.display());
+    let (d, placed) = start_placed(&w, &state, &socket);
+    assert!(placed, "the restarted daemon never placed the thread");
+    signal(&d, rustix::process::Signal::TERM);
+    let out = d.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("found what corral PID"), "{log}");
+    assert_eq!(w.placement(), before, "after restart + SIGTERM:\n{log}");
+    for dir in w.daemon_dirs() {
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
+    assert!(!record.exists(), "the record outlived a clean stop");
+
+    // 2. kill -9, then `corral restore`.
+    let (mut d, placed) = start_placed(&w, &state, &socket);
+    assert!(placed);
+    signal(&d, rustix::process::Signal::KILL);
+    let _ = d.wait();
+    let out = Command::new(BIN)
+        .args(["restore", "--group-name", &w.daemon_name, "--state-dir"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("found what corral PID"), "{said}");
+    assert_eq!(w.placement(), before, "after restore: {said}");
+    for dir in w.daemon_dirs() {
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
+    assert!(!record.exists());
+
+    // 3. SIGHUP (a closed terminal) ends it cleanly; a second daemon on the
+    // same group is refused while the first runs.
+    let (d, placed) = start_placed(&w, &state, &socket);
+    assert!(placed);
+    let second = Command::new(BIN)
+        .args([
+            "run",
+            "--scope-cgroup",
+            &w.scope(),
+            "--group-name",
+            &w.daemon_name,
+            "--socket",
+            "none",
+            "--state-dir",
+        ])
+        .arg(&state)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "a second daemon ran: {err}");
+    assert!(err.contains("already manages group"), "{err}");
+    signal(&d, rustix::process::Signal::HUP);
+    let out = d.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "SIGHUP: {}\n{log}", out.status);
+    assert!(log.contains("SIGHUP"), "{log}");
+    assert_eq!(w.placement(), before, "after SIGHUP:\n{log}");
+}

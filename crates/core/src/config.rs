@@ -63,9 +63,9 @@ impl Default for LatencyConfig {
     fn default() -> Self {
         LatencyConfig {
             enabled: true,
-            max_util: 0.20,
+            max_util: 0.30,
             min_wakeups_per_s: 10.0,
-            max_run_per_wakeup_ms: 4.0,
+            max_run_per_wakeup_ms: 8.0,
             max_rate_cv: 0.30,
             intervals: 3,
         }

@@ -50,6 +50,16 @@ pub trait Host {
     /// Applies one change of a plan.
     fn apply(&mut self, change: &Change) -> Result<(), Self::Error>;
 
+    /// Called with a batch of changes before any of them is applied: a
+    /// host that must record what it is about to change (the live one
+    /// writes where each moving thread is, so a crash can be undone) does
+    /// it here, once for the batch. When it fails, the batch's moves are
+    /// not made.
+    fn prepare(&mut self, changes: &[Change]) -> Result<(), Self::Error> {
+        let _ = changes;
+        Ok(())
+    }
+
     /// Puts every thread back where it was and removes every group.
     fn restore(&mut self) -> Result<(), Self::Error>;
 

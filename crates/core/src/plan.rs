@@ -251,8 +251,35 @@ pub fn plan_around(
             }
     };
     heavy.sort_by(|a, b| rank(b).total_cmp(&rank(a)).then(a.tid.cmp(&b.tid)));
+    // A dedicated core is a whole physical core: on an SMT machine the
+    // owner's siblings (`topology/core_cpus_list`) leave every other
+    // group, since a thread on a sibling shares the core's pipelines and
+    // caches with the owner. So the slots are counted in cores, one core
+    // always left to the rest.
+    let siblings = |cpu: u32| -> CpuSet {
+        let core = topo
+            .cpu(cpu)
+            .and_then(|c| c.core_cpus.clone())
+            .unwrap_or_default()
+            .intersection(&usable);
+        if core.contains(cpu) {
+            core
+        } else {
+            std::iter::once(cpu).collect()
+        }
+    };
+    let cores = {
+        let mut seen: Vec<CpuSet> = Vec::new();
+        for cpu in usable.iter() {
+            let core = siblings(cpu);
+            if !seen.contains(&core) {
+                seen.push(core);
+            }
+        }
+        seen.len()
+    };
     let slots = if cfg.dedicated_cores {
-        (usable.len() as usize).saturating_sub(1)
+        cores.saturating_sub(1)
     } else {
         0
     };
@@ -269,11 +296,14 @@ pub fn plan_around(
     // heavy class counts, or the plan would undo itself every other step.
     let dedicating =
         previous.is_some_and(|p| p.groups.values().any(|g| g.kind == GroupKind::Dedicated));
+    // Young CPU-bound threads are not squeezed by a plan (they were not
+    // classified when it was made): they always count, so a parallel
+    // build's compilers end a dedication instead of queueing beside it.
     let wanting = threads
         .iter()
         .filter(|t| t.class == Class::Heavy || (!dedicating && t.runnable >= CPU_BOUND))
         .count()
-        + if dedicating { 0 } else { unplanned.cpu_bound };
+        + unplanned.cpu_bound;
     let outnumbered = wanting > slots;
     let winners = if outnumbered {
         &heavy[..0]
@@ -284,8 +314,13 @@ pub fn plan_around(
     // CPU preference for dedicated cores: fastest first; among equals the
     // highest id, leaving CPU 0 (where housekeeping and IRQs tend to
     // land) to the shared group.
-    let mut candidates: Vec<u32> = usable.iter().filter(|&c| !pinned.contains(c)).collect();
+    // A CPU is a candidate when no CPU of its core runs pinned work.
+    let mut candidates: Vec<u32> = usable
+        .iter()
+        .filter(|&c| siblings(c).intersection(pinned).is_empty())
+        .collect();
     candidates.sort_by(|&a, &b| capacity(b).cmp(&capacity(a)).then(b.cmp(&a)));
+    // `taken`: the dedicated CPUs and their siblings (whole cores).
     let mut taken = CpuSet::new();
     let mut dedicated: Vec<(u32, &PlanThread)> = Vec::new();
     // Incumbents keep their CPU if it is still usable.
@@ -293,7 +328,7 @@ pub fn plan_around(
         if let Some(cpu) =
             prev_cpu(t.tid).filter(|&c| candidates.contains(&c) && !taken.contains(c))
         {
-            taken.insert(cpu);
+            taken = taken.union(&siblings(cpu));
             dedicated.push((cpu, t));
         }
     }
@@ -310,7 +345,7 @@ pub fn plan_around(
             && !taken.contains(own)
             && best_free.is_some_and(|best| capacity(own) >= best)
         {
-            taken.insert(own);
+            taken = taken.union(&siblings(own));
             dedicated.push((own, t));
         }
     }
@@ -319,7 +354,7 @@ pub fn plan_around(
             continue;
         }
         if let Some(&cpu) = candidates.iter().find(|&&c| !taken.contains(c)) {
-            taken.insert(cpu);
+            taken = taken.union(&siblings(cpu));
             dedicated.push((cpu, t));
         }
     }
@@ -361,11 +396,14 @@ pub fn plan_around(
     // load balancer moves the others off it, yet when the owner blocks or
     // exits the CPU is used at once (work-conserving). An exclusive cpuset
     // leaves it idle until the next plan.
+    // (Their SMT siblings are left by everyone: a sibling's work would
+    // slow the owner down, and no weight keeps it off.)
     let rest = usable.difference(&taken);
+    let owned: CpuSet = dedicated.iter().map(|(cpu, _)| *cpu).collect();
     let rest_cpus = if cfg.dedicated_exclusive || rest.is_empty() {
         rest.clone()
     } else {
-        usable.clone()
+        rest.union(&owned)
     };
     let others: Vec<&PlanThread> = threads
         .iter()
@@ -441,10 +479,18 @@ pub fn plan_around(
         medium_shares,
         &medium,
     );
+    // The latency group never spans a dedicated CPU: its weight there
+    // would take the owner's CPU whenever a member wakes (both groups are
+    // high-weight), and its members need short waits, not a whole CPU.
+    let latency_cpus = if rest.is_empty() {
+        rest_cpus.clone()
+    } else {
+        rest.clone()
+    };
     add(
         LATENCY,
         GroupKind::Latency,
-        &rest_cpus,
+        &latency_cpus,
         cfg.latency_shares,
         &latency,
     );
@@ -486,7 +532,7 @@ pub fn plan_around(
                 name: name.clone(),
                 kind: GroupKind::Boost,
                 cpus: if latency {
-                    rest_cpus.clone()
+                    latency_cpus.clone()
                 } else {
                     shared_cpus.clone()
                 },
@@ -632,6 +678,8 @@ mod tests {
         assert_eq!(p.group_of(3).unwrap().name, MEDIUM);
         assert_eq!(p.group_of(4).unwrap().shares, 10240);
         assert_eq!(p.group_of(4).unwrap().slice_ns, Some(300_000));
+        // The latency group never spans a dedicated CPU.
+        assert_eq!(p.group_of(4).unwrap().cpus.to_string(), "0");
         // One medium thread on one shared CPU against 1024: 1024 guarantees 0.5.
         assert_eq!(p.group_of(3).unwrap().shares, 1024);
         // Exclusive: the others leave the dedicated CPU (paper 000's form).
@@ -701,6 +749,71 @@ mod tests {
             None,
         );
         assert_eq!(p.group_of(1).unwrap().name, SHARED);
+    }
+
+    /// Issue 13: on an SMT machine a dedicated core is a whole core. Two
+    /// cores of two threads each (CPUs 0,2 and 1,3, as x86 numbers them):
+    /// one slot; the owner's sibling leaves every other group.
+    #[test]
+    fn a_dedicated_core_is_a_whole_smt_core() {
+        let mut tp = topo("0-3", 4, &[]);
+        for c in &mut tp.cpus {
+            c.core_cpus = Some(CpuSet::parse(if c.id % 2 == 0 { "0,2" } else { "1,3" }).unwrap());
+        }
+        let p = plan(
+            &tp,
+            &[
+                t(1, Class::Heavy, 0.9),
+                t(2, Class::Light, 0.1),
+                t(3, Class::LatencyCritical, 0.1),
+            ],
+            &PlanConfig::default(),
+            None,
+        );
+        let cpu = p.dedicated_cpu(1).unwrap();
+        let sibling = if cpu % 2 == 0 { cpu ^ 2 } else { 4 - cpu };
+        let shared = &p.group_of(2).unwrap().cpus;
+        assert!(
+            !shared.contains(sibling),
+            "{shared} holds sibling {sibling}"
+        );
+        assert!(shared.contains(cpu), "work-conserving on the owner's CPU");
+        assert_eq!(shared.len(), 3);
+        assert_eq!(p.group_of(3).unwrap().cpus.len(), 2);
+        // Two heavy threads: one slot, two wanting → none dedicated.
+        let p = plan(
+            &tp,
+            &[t(1, Class::Heavy, 0.9), t(2, Class::Heavy, 0.9)],
+            &PlanConfig::default(),
+            None,
+        );
+        assert_eq!(p.dedicated_cpu(1), None);
+        assert_eq!(p.dedicated_cpu(2), None);
+    }
+
+    /// Young CPU-bound threads (a build's compilers) end a dedication.
+    #[test]
+    fn young_cpu_bound_threads_end_a_dedication() {
+        let tp = topo("0-2", 3, &[]);
+        let first = plan(
+            &tp,
+            &[t(1, Class::Heavy, 0.9)],
+            &PlanConfig::default(),
+            None,
+        );
+        assert!(first.dedicated_cpu(1).is_some());
+        let unplanned = Unplanned {
+            cpu_bound: 2,
+            ..Default::default()
+        };
+        let next = plan_around(
+            &tp,
+            &[t(1, Class::Heavy, 0.9)],
+            &PlanConfig::default(),
+            Some(&first),
+            &unplanned,
+        );
+        assert_eq!(next.dedicated_cpu(1), None);
     }
 
     #[test]
@@ -908,7 +1021,7 @@ mod tests {
                 prop_assert_eq!(d.cpus.len(), 1);
                 for g in p.groups.values().filter(|g| g.name != d.name) {
                     let overlap = !d.cpus.intersection(&g.cpus).is_empty();
-                    if g.kind == GroupKind::Dedicated || dedicated_exclusive {
+                    if g.kind == GroupKind::Dedicated || g.kind == GroupKind::Latency || dedicated_exclusive {
                         prop_assert!(!overlap, "{} overlaps {}", d.name, g.name);
                     } else if !(g.kind == GroupKind::Shared && tp.performance.heterogeneous) {
                         // (Shared work may be kept on little cores.)

@@ -543,6 +543,30 @@ impl<H: Host> Daemon<H> {
             head.extend(tail);
             changes = head;
         }
+        // Where every moving thread is goes on record first; without the
+        // record no thread moves (a crash could not be undone).
+        if let Err(e) = self.host.prepare(&changes) {
+            report
+                .errors
+                .push(format!("cannot record where threads are, none moved: {e}"));
+            // Groups stay too (a thread kept in one may be its member).
+            changes.retain(|c| !matches!(c, Change::Move { .. } | Change::RemoveGroup { .. }));
+            for (name, g) in &self.applied.groups {
+                next.groups.entry(name.clone()).or_insert_with(|| g.clone());
+            }
+            for (tid, _) in next.placements.clone() {
+                if self.applied.placements.get(&tid) != next.placements.get(&tid) {
+                    match self.applied.placements.get(&tid) {
+                        Some(p) => {
+                            next.placements.insert(tid, p.clone());
+                        }
+                        None => {
+                            next.placements.remove(&tid);
+                        }
+                    }
+                }
+            }
+        }
         let mut failed_groups = HashSet::new();
         for change in &changes {
             if let Change::Move { group, tid, .. } = change {

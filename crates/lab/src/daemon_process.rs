@@ -31,13 +31,14 @@ pub struct DaemonProcess {
 
 impl DaemonProcess {
     /// Starts `exe run --scope-pid <scope_pid> --socket <socket>` (with
-    /// `--interval` when given), its stdout and stderr in `log`, and waits
-    /// until it answers `status`.
+    /// `--interval` and `--config` when given), its stdout and stderr in
+    /// `log`, and waits until it answers `status`.
     pub fn start(
         exe: &Path,
         scope_pid: u32,
         socket: &Path,
         interval_ms: Option<u64>,
+        config: Option<&Path>,
         log: &Path,
         stop: &AtomicBool,
     ) -> Result<DaemonProcess, String> {
@@ -51,6 +52,9 @@ impl DaemonProcess {
             .args(["--group-name", &LabGroups::daemon_group_name()]);
         if let Some(ms) = interval_ms {
             cmd.args(["--interval", &ms.to_string()]);
+        }
+        if let Some(config) = config {
+            cmd.arg("--config").arg(config);
         }
         let child = cmd
             .stdin(Stdio::null())

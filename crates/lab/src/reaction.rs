@@ -41,6 +41,8 @@ pub const GOAL_RELEASE_MS: f64 = 50.0;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub runs: u32,
+    /// The daemon's configuration file (default: its built-in one).
+    pub config: Option<std::path::PathBuf>,
     /// Set (by a signal handler) to stop early and clean up.
     pub stop: Arc<AtomicBool>,
 }
@@ -205,6 +207,7 @@ fn one_run(
         me,
         &socket,
         None,
+        o.config.as_deref(),
         &dir.join(format!("run{run}-daemon.log")),
         &o.stop,
     )?;

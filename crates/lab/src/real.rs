@@ -61,6 +61,8 @@ pub struct Options {
     pub stress: bool,
     /// The daemon's `--interval` (its configured default when `None`).
     pub interval_ms: Option<u64>,
+    /// The daemon's configuration file (default: its built-in one).
+    pub config: Option<PathBuf>,
     /// Keep the logs, histograms and status snapshots here.
     pub keep: Option<PathBuf>,
     /// The workspace to build.
@@ -772,7 +774,15 @@ fn variant(
     let daemon = if with_corral {
         let socket = std::env::temp_dir().join(format!("corral-lab-real-{me}.sock"));
         let log = file("daemon.log");
-        let d = DaemonProcess::start(exe, me, &socket, o.interval_ms, &log, &o.stop)?;
+        let d = DaemonProcess::start(
+            exe,
+            me,
+            &socket,
+            o.interval_ms,
+            o.config.as_deref(),
+            &log,
+            &o.stop,
+        )?;
         progress(&format!(
             "corral run --scope-pid {me} (PID {}) answers on {}",
             d.pid().unwrap_or_default(),

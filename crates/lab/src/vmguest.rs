@@ -70,10 +70,16 @@ pub fn run(exe: &Path) -> GuestReport {
         workloads: Vec::new(),
         daemon: None,
     };
-    g.v2_backend();
-    g.hotplug();
-    g.cpu_count();
-    g.four_cpus();
+    // An SMT guest (`scripts/vm-test`'s 6.12-smt: 2 cores of 2 threads)
+    // runs the SMT scenario; the others, on one CPU a core, the four.
+    if smt_siblings(0).len() > 1 {
+        g.smt();
+    } else {
+        g.v2_backend();
+        g.hotplug();
+        g.cpu_count();
+        g.four_cpus();
+    }
     g.end_workloads();
     for cpu in 1..64 {
         let _ = set_online(cpu, true);
@@ -121,6 +127,14 @@ fn set_online(cpu: u32, on: bool) -> std::io::Result<()> {
 }
 
 /// The v2 cgroup of process `pid` ("/a/b").
+/// CPU `cpu`'s SMT siblings, itself included (`core_cpus_list`).
+fn smt_siblings(cpu: u32) -> CpuSet {
+    read(&format!("{CPU_DIR}/cpu{cpu}/topology/core_cpus_list"))
+        .or_else(|| read(&format!("{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list")))
+        .and_then(|t| CpuSet::parse(t.trim()).ok())
+        .unwrap_or_else(|| std::iter::once(cpu).collect())
+}
+
 fn cgroup_of(pid: u32) -> String {
     read(&format!("/proc/{pid}/cgroup"))
         .and_then(|t| {
@@ -481,6 +495,79 @@ impl Guest {
             after == before,
             format!("before {before:?}, after {after:?}"),
         );
+        self.end_workloads();
+    }
+
+    // -----------------------------------------------------------------
+    // SMT: a dedicated core is a whole physical core (issue 13).
+
+    fn smt(&mut self) {
+        const S: &str = "smt";
+        let cores: Vec<CpuSet> = online().iter().map(smt_siblings).collect();
+        let mut distinct = cores.clone();
+        distinct.sort_by_key(|c| c.to_string());
+        distinct.dedup();
+        self.check(
+            S,
+            "the guest has SMT siblings",
+            distinct.iter().all(|c| c.len() == 2) && distinct.len() == 2,
+            format!(
+                "cores {:?}",
+                distinct.iter().map(|c| c.to_string()).collect::<Vec<_>>()
+            ),
+        );
+        let pids = self.hog_periodic_light();
+        let [hog, periodic, light] = pids;
+        if !self.start_daemon(&pids) {
+            self.check(S, "daemon starts", false, "no answer on its socket".into());
+            return;
+        }
+        let (s, took, ok) = self.wait_for(SETTLE, |s| {
+            matches!(placed(s, hog), Some((_, GroupKind::Dedicated, _)))
+                && placed(s, periodic).is_some()
+                && placed(s, light).is_some()
+        });
+        let Some(s) = s else {
+            self.check(S, "daemon answers status", false, "no status".into());
+            return;
+        };
+        let hog_at = placed(&s, hog);
+        self.check(
+            S,
+            "the hog gets a dedicated core",
+            ok,
+            format!("hog in {hog_at:?} after {:.1} s", took.as_secs_f64()),
+        );
+        if let Some((name, GroupKind::Dedicated, cpus)) = &hog_at {
+            let cpu = cpus.first().unwrap_or(0);
+            let sibling = smt_siblings(cpu).difference(cpus);
+            let on_sibling: Vec<String> = s
+                .groups
+                .iter()
+                .filter(|g| &g.name != name && !g.cpus.intersection(&sibling).is_empty())
+                .map(|g| format!("{} ({})", g.name, g.cpus))
+                .collect();
+            self.check(
+                S,
+                "its sibling leaves every other group",
+                !sibling.is_empty() && on_sibling.is_empty(),
+                format!(
+                    "{name} on CPU {cpu}, sibling {sibling}; groups on the sibling: {on_sibling:?}"
+                ),
+            );
+            let dedicated = groups_of(&s, GroupKind::Dedicated).len();
+            self.check(
+                S,
+                "one dedicated core of two (one core is left to the rest)",
+                dedicated == 1,
+                format!("{dedicated} dedicated groups"),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2 * INTERVAL_MS));
+        if let Some(s) = self.status() {
+            self.groups_as_planned(S, &s);
+        }
+        self.stop_and_check(S);
         self.end_workloads();
     }
 

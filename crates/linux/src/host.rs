@@ -85,6 +85,11 @@ impl LinuxHost {
     }
 
     /// corral's root directories in cgroupfs.
+    /// The placer (the crash-safe record, reconciling at start).
+    pub fn placer_mut(&mut self) -> &mut Placer {
+        &mut self.placer
+    }
+
     pub fn root_dirs(&self) -> Vec<PathBuf> {
         self.placer.root_dirs()
     }
@@ -168,6 +173,20 @@ impl Host for LinuxHost {
             Change::Release { tid } => self.placer.release(*tid),
             Change::RemoveGroup { name } => self.placer.remove_group(name),
         }
+    }
+
+    fn prepare(&mut self, changes: &[Change]) -> Result<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        let moves: Vec<(u32, u32)> = changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Move { tid, pid, .. } => Some((*tid, *pid)),
+                _ => None,
+            })
+            .collect();
+        self.placer.prepare(&moves)
     }
 
     fn restore(&mut self) -> Result<()> {

@@ -28,6 +28,7 @@ pub mod procevents;
 pub mod procfs;
 pub mod sampler;
 pub mod sched;
+pub mod state;
 pub mod sysfs;
 
 pub use error::{Error, Result};

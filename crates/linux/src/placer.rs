@@ -126,9 +126,42 @@ impl Layout {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Origin {
     pid: u32,
+    /// Start time of the keyed task (TID on v1, PID on v2).
+    start: Option<u64>,
     /// v1: the cpu and cpuset paths; v2: the unified path (in `cpu`).
     cpu: String,
     cpuset: Option<String>,
+}
+
+/// A thread's nice value and `sched_runtime` before corral changed them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OldAttrs {
+    pid: u32,
+    start: Option<u64>,
+    nice: i32,
+    slice_ns: u64,
+}
+
+/// What [`Placer::reconcile`] found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    /// A record was found, written by this daemon PID.
+    pub record_of: Option<u32>,
+    /// Threads (v1) or processes (v2) moved out of corral's groups.
+    pub moved: usize,
+    /// … of which went back to a recorded origin (the rest to the root).
+    pub to_origin: usize,
+    /// Threads whose nice value and slice were given back.
+    pub attrs_restored: usize,
+    /// Group directories removed (roots included).
+    pub groups_removed: usize,
+}
+
+impl Reconciled {
+    /// Whether anything was left behind.
+    pub fn found_anything(&self) -> bool {
+        self.record_of.is_some() || self.moved > 0 || self.groups_removed > 0
+    }
 }
 
 /// Creates corral's groups, moves threads, and puts everything back.
@@ -141,8 +174,10 @@ pub struct Placer {
     groups: BTreeSet<String>,
     /// The slice each group gives its members (ns), when it sets one.
     attrs: HashMap<String, (Option<i32>, Option<u64>)>,
-    /// Threads whose slice corral changed, with their `sched_runtime` before.
-    old_attrs: HashMap<u32, (i32, u64)>,
+    /// Threads whose nice value or slice corral changed: what they had.
+    old_attrs: HashMap<u32, OldAttrs>,
+    /// The crash-safe record ([`crate::state`]), when kept.
+    state_file: Option<PathBuf>,
     /// The slice a thread has when nobody set one (read from corral's own
     /// thread at start), so a default slice is restored as "default" (0)
     /// rather than pinned at today's value.
@@ -166,6 +201,7 @@ impl Placer {
             groups: BTreeSet::new(),
             attrs: HashMap::new(),
             old_attrs: HashMap::new(),
+            state_file: None,
             default_slice_ns: crate::sched::sched_getattr(0).map_or(0, |a| a.sched_runtime),
             origins: HashMap::new(),
             v2_members: HashMap::new(),
@@ -191,6 +227,197 @@ impl Placer {
     /// The group `tid` was placed in.
     pub fn placement(&self, tid: u32) -> Option<&str> {
         self.placed.get(&tid).map(|(_, g)| g.as_str())
+    }
+
+    /// Keeps the crash-safe record ([`crate::state`]) in `path`.
+    pub fn set_state_file(&mut self, path: PathBuf) {
+        self.state_file = Some(path);
+    }
+
+    /// The record's file, when one is kept.
+    pub fn state_file(&self) -> Option<&Path> {
+        self.state_file.as_deref()
+    }
+
+    /// Writes the record of every origin and attribute corral must undo.
+    pub fn persist(&self) -> Result<()> {
+        let Some(path) = &self.state_file else {
+            return Ok(());
+        };
+        let me = std::process::id();
+        let mut origins: Vec<crate::state::OriginRecord> = self
+            .origins
+            .iter()
+            .map(|(&key, o)| crate::state::OriginRecord {
+                key,
+                pid: o.pid,
+                start: o.start,
+                cpu: o.cpu.clone(),
+                cpuset: o.cpuset.clone(),
+            })
+            .collect();
+        origins.sort_by_key(|o| o.key);
+        let mut attrs: Vec<crate::state::AttrRecord> = self
+            .old_attrs
+            .iter()
+            .map(|(&tid, a)| crate::state::AttrRecord {
+                tid,
+                pid: a.pid,
+                start: a.start,
+                nice: a.nice,
+                slice_ns: a.slice_ns,
+            })
+            .collect();
+        attrs.sort_by_key(|a| a.tid);
+        crate::state::store(
+            path,
+            &crate::state::State {
+                version: crate::state::VERSION,
+                daemon_pid: me,
+                daemon_start: crate::state::start_time(Path::new("/proc"), me, me),
+                layout: match self.layout {
+                    Layout::V1 { .. } => "v1".into(),
+                    Layout::V2 { .. } => "v2".into(),
+                },
+                root_name: self.root_name.clone(),
+                origins,
+                attrs,
+            },
+        )
+    }
+
+    /// Records where the threads about to move are, in one write of the
+    /// record, before any of them moves (a batch of moves then costs one
+    /// `fsync`, not one each). Threads that exited are skipped.
+    pub fn prepare(&mut self, moves: &[(u32, u32)]) -> Result<()> {
+        let mut added = Vec::new();
+        for &(tid, pid) in moves {
+            let key = match self.layout {
+                Layout::V1 { .. } => tid,
+                Layout::V2 { .. } => pid,
+            };
+            if self.origins.contains_key(&key) || !self.alive(pid, tid) {
+                continue;
+            }
+            if let Some(o) = self.read_origin(pid, tid)? {
+                self.origins.insert(key, o);
+                added.push(key);
+            }
+        }
+        if added.is_empty() {
+            return Ok(());
+        }
+        self.persist().inspect_err(|_| {
+            for key in added {
+                self.origins.remove(&key);
+            }
+        })
+    }
+
+    /// Undoes whatever an earlier corral with this group root left behind
+    /// (it was killed, crashed, or lost its machine's power to a
+    /// container restart): every thread found in corral's groups goes back
+    /// to its recorded origin, or to the hierarchy's root (the parent of
+    /// corral's root) when none was recorded; recorded nice values and
+    /// slices are given back; the groups are removed. Refuses while the
+    /// record's writer still runs. Afterwards a fresh record names this
+    /// process, so a second daemon on the same root is refused.
+    pub fn reconcile(&mut self) -> Result<Reconciled> {
+        let mut out = Reconciled::default();
+        let me = std::process::id();
+        let record = match &self.state_file {
+            Some(path) => crate::state::load(path)?,
+            None => None,
+        };
+        if let Some(s) = &record {
+            if s.daemon_pid != me
+                && crate::state::daemon_alive(&self.procfs, s.daemon_pid, s.daemon_start)
+            {
+                return Err(Error::Syscall {
+                    call: "reconcile",
+                    error: std::io::Error::other(format!(
+                        "corral (PID {}) already manages group {:?} ({}); stop it first or use another --group-name",
+                        s.daemon_pid,
+                        self.root_name,
+                        self.state_file.as_deref().unwrap_or(Path::new("")).display()
+                    )),
+                });
+            }
+            out.record_of = Some(s.daemon_pid);
+            // Origins whose task is still the one recorded.
+            for o in &s.origins {
+                let (pid, tid) = (o.pid, o.key);
+                let now = match self.layout {
+                    Layout::V1 { .. } => crate::state::start_time(&self.procfs, pid, tid),
+                    Layout::V2 { .. } => crate::state::start_time(&self.procfs, pid, pid),
+                };
+                if now.is_some() && now == o.start {
+                    self.origins.entry(o.key).or_insert(Origin {
+                        pid: o.pid,
+                        start: o.start,
+                        cpu: o.cpu.clone(),
+                        cpuset: o.cpuset.clone(),
+                    });
+                }
+            }
+        }
+        // Children first, then the roots.
+        for root in self.root_dirs() {
+            let Ok(entries) = std::fs::read_dir(&root) else {
+                continue;
+            };
+            let mut children: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect();
+            children.sort();
+            for dir in children {
+                let (m, o) = self.drain_and_remove(&dir)?;
+                out.moved += m;
+                out.to_origin += o;
+                out.groups_removed += 1;
+            }
+        }
+        for root in self.root_dirs() {
+            if root.is_dir() {
+                let (m, o) = self.drain_and_remove(&root)?;
+                out.moved += m;
+                out.to_origin += o;
+                out.groups_removed += 1;
+            }
+        }
+        if let Some(s) = &record {
+            for a in &s.attrs {
+                let now = crate::state::start_time(&self.procfs, a.pid, a.tid);
+                if now.is_some() && now == a.start {
+                    let slice = if a.slice_ns == self.default_slice_ns {
+                        0
+                    } else {
+                        a.slice_ns
+                    };
+                    if crate::sched::set_fair_attr(a.tid, a.nice, slice).is_ok() {
+                        out.attrs_restored += 1;
+                    }
+                }
+            }
+        }
+        self.origins.clear();
+        self.old_attrs.clear();
+        self.groups.clear();
+        self.placed.clear();
+        self.v2_members.clear();
+        self.created_root = false;
+        self.persist()?;
+        Ok(out)
+    }
+
+    /// Forgets the record (a dry run, or a `corral restore` that is done).
+    pub fn drop_state_file(&mut self) -> Result<()> {
+        match self.state_file.take() {
+            Some(path) => crate::state::remove(&path),
+            None => Ok(()),
+        }
     }
 
     fn ensure_root(&mut self) -> Result<()> {
@@ -303,6 +530,10 @@ impl Placer {
                         return Ok(false);
                     };
                     self.origins.insert(tid, origin);
+                    if let Err(e) = self.persist() {
+                        self.origins.remove(&tid);
+                        return Err(e);
+                    }
                 }
                 let id = tid.to_string();
                 for dir in [
@@ -321,6 +552,10 @@ impl Placer {
                         return Ok(false);
                     };
                     self.origins.insert(pid, origin);
+                    if let Err(e) = self.persist() {
+                        self.origins.remove(&pid);
+                        return Err(e);
+                    }
                     if !write_task(&root.join("cgroup.procs"), &pid.to_string())? {
                         self.origins.remove(&pid);
                         return Ok(false);
@@ -351,18 +586,32 @@ impl Placer {
         let Ok(old) = crate::sched::sched_getattr(tid) else {
             return;
         };
-        let original = *self
-            .old_attrs
-            .entry(tid)
-            .or_insert((old.sched_nice, old.sched_runtime));
-        let own_slice = if original.1 == self.default_slice_ns {
+        let original = match self.old_attrs.get(&tid) {
+            Some(o) => *o,
+            None => {
+                let o = OldAttrs {
+                    pid,
+                    start: crate::state::start_time(&self.procfs, pid, tid),
+                    nice: old.sched_nice,
+                    slice_ns: old.sched_runtime,
+                };
+                self.old_attrs.insert(tid, o);
+                // Recorded before the change, or not changed at all.
+                if self.persist().is_err() {
+                    self.old_attrs.remove(&tid);
+                    return;
+                }
+                o
+            }
+        };
+        let own_slice = if original.slice_ns == self.default_slice_ns {
             0
         } else {
-            original.1
+            original.slice_ns
         };
         let _ = crate::sched::set_fair_attr(
             tid,
-            nice.unwrap_or(original.0),
+            nice.unwrap_or(original.nice),
             slice_ns.unwrap_or(own_slice),
         );
     }
@@ -370,7 +619,12 @@ impl Placer {
     /// Gives `tid` back the nice value and slice it had before corral
     /// changed them.
     fn restore_attrs(&mut self, pid: u32, tid: u32) {
-        if let Some((nice, slice)) = self.old_attrs.remove(&tid) {
+        if let Some(OldAttrs {
+            nice,
+            slice_ns: slice,
+            ..
+        }) = self.old_attrs.remove(&tid)
+        {
             if !self.alive(pid, tid) {
                 return;
             }
@@ -436,9 +690,7 @@ impl Placer {
     /// Removes an empty group (its members were moved or released first).
     pub fn remove_group(&mut self, name: &str) -> Result<()> {
         for root in self.root_dirs() {
-            let dir = root.join(name);
-            self.drain(&dir)?;
-            rmdir(&dir)?;
+            self.drain_and_remove(&root.join(name))?;
         }
         self.groups.remove(name);
         Ok(())
@@ -462,12 +714,21 @@ impl Placer {
         }
         if self.created_root {
             for root in self.root_dirs() {
-                let r = self.drain(&root).and_then(|_| rmdir(&root));
-                if let Err(e) = r {
+                if let Err(e) = self.drain_and_remove(&root) {
                     first_error.get_or_insert(e);
                 }
             }
             self.created_root = false;
+        }
+        // Everything is back: the record has nothing left to undo.
+        if first_error.is_none() {
+            self.origins.clear();
+            self.old_attrs.clear();
+            if let Some(path) = &self.state_file {
+                if let Err(e) = crate::state::remove(path) {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
         first_error.map_or(Ok(()), Err)
     }
@@ -475,11 +736,12 @@ impl Placer {
     /// Moves whatever is still in `dir` to where it belongs: a thread born
     /// in a corral group goes where its process's first managed thread came
     /// from, or to the hierarchy's root.
-    fn drain(&self, dir: &Path) -> Result<()> {
+    fn drain(&self, dir: &Path) -> Result<(usize, usize)> {
+        let (mut moved, mut to_origin) = (0, 0);
         match &self.layout {
             Layout::V1 { cpu, cpuset } => {
                 let Some(text) = crate::fsutil::read_opt(&dir.join("tasks"))? else {
-                    return Ok(());
+                    return Ok((0, 0));
                 };
                 let mount = if dir.starts_with(cpuset) { cpuset } else { cpu };
                 for tid in text
@@ -495,10 +757,13 @@ impl Placer {
                         (Some(o), false) => o.cpu.clone(),
                         (None, _) => "/".into(),
                     };
-                    write_task(
+                    if write_task(
                         &existing_or_root(mount, &path).join("tasks"),
                         &tid.to_string(),
-                    )?;
+                    )? {
+                        moved += 1;
+                        to_origin += origin.is_some() as usize;
+                    }
                 }
             }
             Layout::V2 { unified } => {
@@ -509,7 +774,7 @@ impl Placer {
                     // domain root; draining the root then moves the
                     // processes home.
                     let Some(text) = crate::fsutil::read_opt(&dir.join("cgroup.threads"))? else {
-                        return Ok(());
+                        return Ok((0, 0));
                     };
                     for tid in text
                         .split_whitespace()
@@ -517,27 +782,63 @@ impl Placer {
                     {
                         write_task(&root.join("cgroup.threads"), &tid.to_string())?;
                     }
-                    return Ok(());
+                    return Ok((0, 0));
                 }
                 let Some(text) = crate::fsutil::read_opt(&dir.join("cgroup.procs"))? else {
-                    return Ok(());
+                    return Ok((0, 0));
                 };
                 for pid in text
                     .split_whitespace()
                     .filter_map(|t| t.parse::<u32>().ok())
                 {
-                    let path = self
-                        .origins
-                        .get(&pid)
-                        .map_or("/".to_string(), |o| o.cpu.clone());
-                    write_task(
+                    let origin = self.origins.get(&pid);
+                    let path = origin.map_or("/".to_string(), |o| o.cpu.clone());
+                    if write_task(
                         &existing_or_root(unified, &path).join("cgroup.procs"),
                         &pid.to_string(),
-                    )?;
+                    )? {
+                        moved += 1;
+                        to_origin += origin.is_some() as usize;
+                    }
                 }
             }
         }
-        Ok(())
+        Ok((moved, to_origin))
+    }
+
+    /// Drains `dir` and removes it, draining again while it is busy:
+    /// a process that forks inside the group while it is drained leaves a
+    /// new task there, and `rmdir` then fails with EBUSY. Under a fork
+    /// storm each pass moves what was born since the last.
+    fn drain_and_remove(&self, dir: &Path) -> Result<(usize, usize)> {
+        const PASSES: u32 = 200;
+        let (mut moved, mut to_origin) = (0, 0);
+        let mut last = None;
+        for pass in 0..PASSES {
+            if !dir.is_dir() {
+                return Ok((moved, to_origin));
+            }
+            let (m, o) = self.drain(dir)?;
+            moved += m;
+            to_origin += o;
+            match std::fs::remove_dir(dir) {
+                Ok(()) => return Ok((moved, to_origin)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok((moved, to_origin))
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    last = Some(e);
+                    if pass > 2 {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
+                Err(e) => return Err(Error::io(dir, e)),
+            }
+        }
+        Err(Error::io(
+            dir,
+            last.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EBUSY)),
+        ))
     }
 
     /// Where the thread is now, from `/proc/PID/task/TID/cgroup`.
@@ -574,11 +875,13 @@ impl Placer {
         Ok(Some(match self.layout {
             Layout::V1 { .. } => Origin {
                 pid,
+                start: crate::state::start_time(&self.procfs, pid, tid),
                 cpu: cpu.unwrap_or_else(|| "/".into()),
                 cpuset,
             },
             Layout::V2 { .. } => Origin {
                 pid,
+                start: crate::state::start_time(&self.procfs, pid, pid),
                 cpu: v2.unwrap_or_else(|| "/".into()),
                 cpuset: None,
             },
@@ -629,14 +932,6 @@ fn mkdir(dir: &Path) -> Result<bool> {
     match std::fs::create_dir(dir) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(Error::io(dir, e)),
-    }
-}
-
-fn rmdir(dir: &Path) -> Result<()> {
-    match std::fs::remove_dir(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(dir, e)),
     }
 }

@@ -23,6 +23,9 @@ pub struct TaskSummary {
     pub slack_p50_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slack_min_us: Option<f64>,
+    /// When the task exited (simulated seconds); absent while it lives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exited_s: Option<f64>,
 }
 
 /// Time two tasks spent queued on the same CPU.
@@ -73,6 +76,7 @@ pub fn summarise<K: SchedClass>(m: &Machine<K>) -> Summary {
                 switches: s.switches,
                 slack_p50_us,
                 slack_min_us,
+                exited_s: s.exited_at.map(|ns| ns as f64 / 1e9),
                 name: s.name,
             }
         })

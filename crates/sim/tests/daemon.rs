@@ -320,9 +320,14 @@ fn a_dedicated_core_is_honoured_by_the_simulated_machine() {
                     .dedicated_cpu(SimHost::<Fair>::tid_of(t))
                     .is_none()
                 {
+                    // The latency group never spans a dedicated CPU.
+                    let latency = daemon
+                        .plan()
+                        .group_of(SimHost::<Fair>::tid_of(t))
+                        .is_some_and(|x| x.kind == corral_core::plan::GroupKind::Latency);
                     assert_eq!(
                         allowed.contains(&cpu),
-                        !exclusive,
+                        !exclusive && !latency,
                         "{} on the dedicated CPU (exclusive {exclusive})",
                         stats.name
                     );

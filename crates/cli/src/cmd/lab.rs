@@ -569,6 +569,7 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
         jobs: args.jobs,
         stress: args.stress,
         interval_ms: args.interval,
+        config: args.config.clone(),
         keep: args.keep.clone(),
         source: args.source.clone().unwrap_or_else(real::default_source),
         cargo,
@@ -687,6 +688,7 @@ pub fn reaction(paths: &HostPaths, args: &ReactionArgs) -> anyhow::Result<ExitCo
     let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
     let opts = reaction::Options {
         runs: args.runs,
+        config: args.config.clone(),
         stop: stop_flag()?,
     };
     let r = reaction::run(&exe, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
@@ -695,8 +697,12 @@ pub fn reaction(paths: &HostPaths, args: &ReactionArgs) -> anyhow::Result<ExitCo
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "daemon reaction: `corral run --scope-pid {}` (default configuration{}), asked through its socket every {:.0} ms; a reaction not seen within {:.0} s is counted missing",
+        "daemon reaction: `corral run --scope-pid {}` ({}{}), asked through its socket every {:.0} ms; a reaction not seen within {:.0} s is counted missing",
         std::process::id(),
+        args.config.as_ref().map_or_else(
+            || "default configuration".to_string(),
+            |c| format!("configuration {}", c.display())
+        ),
         r.interval_ms
             .map_or(String::new(), |ms| format!(", interval {ms} ms")),
         r.poll_ms,

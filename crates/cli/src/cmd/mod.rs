@@ -19,6 +19,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cpus(args) => cpus::run(&paths, &args),
         Command::Exec(args) => exec::run(&paths, args),
         Command::Run(args) => run::run(&paths, &args),
+        Command::Restore(args) => run::restore(&paths, &args),
         Command::Status(args) => status::status(&args),
         Command::Explain(args) => status::explain(&args),
         Command::Boost(args) => status::boost(&args),

@@ -1,6 +1,6 @@
 //! `corral run`: the daemon.
 
-use crate::args::RunArgs;
+use crate::args::{RestoreArgs, RunArgs};
 use anyhow::{bail, Context};
 use corral_core::config::CgroupChoice;
 use corral_core::host::Host;
@@ -84,6 +84,19 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
 
     let mut host = LinuxHost::new(paths.clone(), scope, layout, &args.group_name, args.dry_run)
         .context("cannot set up the host")?;
+    if !args.dry_run {
+        // First undo whatever a killed daemon left (and refuse if it
+        // still runs), then keep the record of this one's changes.
+        let file = corral_linux::state::path_for(&args.state_dir, &args.group_name);
+        host.placer_mut().set_state_file(file.clone());
+        let found = host
+            .placer_mut()
+            .reconcile()
+            .with_context(|| format!("cannot reconcile with {}", file.display()))?;
+        if found.found_anything() {
+            eprintln!("corral: {}", describe_reconciled(&found));
+        }
+    }
     // A scope root that cannot be used is refused now, not found out later
     // from a `status` with no threads.
     for note in host.check_scope().map_err(anyhow::Error::msg)? {
@@ -111,9 +124,12 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot listen on {socket_path}"))?,
         )
     };
+    // SIGTERM, SIGINT and SIGHUP (a closed terminal, a dropped ssh
+    // session) all end the daemon cleanly: every thread back, groups gone.
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
     ])
     .context("cannot install signal handlers")?;
     let signal_tx = tx.clone();
@@ -121,14 +137,24 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         .name("corral-signals".into())
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
-                let name = if sig == signal_hook::consts::SIGTERM {
-                    "SIGTERM"
-                } else {
-                    "SIGINT"
+                let name = match sig {
+                    signal_hook::consts::SIGTERM => "SIGTERM",
+                    signal_hook::consts::SIGHUP => "SIGHUP",
+                    _ => "SIGINT",
                 };
                 let _ = signal_tx.send(Msg::Stop(name.into()));
             }
         })?;
+    // A panic in any thread stops the loop, which then puts everything
+    // back (a panic of the loop itself is caught below).
+    let panic_tx = std::sync::Mutex::new(tx.clone());
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        if let Ok(t) = panic_tx.lock() {
+            let _ = t.send(Msg::Stop(format!("a panic ({info})")));
+        }
+    }));
     drop(tx);
 
     eprintln!(
@@ -153,11 +179,19 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         daemon.step().context("first sample")?;
         std::thread::sleep(interval);
     }
-    let ended = server::run(&mut daemon, &mut inbox, interval, args.once, |report, d| {
-        log_step(report, d, dry_run)
-    });
+    let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        server::run(&mut daemon, &mut inbox, interval, args.once, |report, d| {
+            log_step(report, d, dry_run)
+        })
+    }));
     let restored = daemon.shutdown();
-    let ended = ended.context("the control loop failed")?;
+    let ended = match ended {
+        Ok(ended) => ended.context("the control loop failed")?,
+        Err(_) => {
+            restored.context("after a panic, could not put every thread back")?;
+            bail!("the control loop panicked; every thread was put back and the groups removed");
+        }
+    };
     restored.context("could not put every thread back")?;
     match ended {
         server::Ended::Stopped(why) => {
@@ -227,4 +261,57 @@ fn raise_nofile_limit() {
         limit.current = limit.maximum;
         let _ = setrlimit(Resource::Nofile, limit);
     }
+}
+
+/// What a start found of a killed daemon's work, in a sentence.
+fn describe_reconciled(r: &corral_linux::placer::Reconciled) -> String {
+    format!(
+        "found what {} left behind: moved {} task(s) out of its groups ({} to their recorded origin, {} to the root), gave {} thread(s) back their nice value and slice, removed {} group(s)",
+        r.record_of
+            .map_or("an earlier corral (no record)".to_string(), |p| format!("corral PID {p}")),
+        r.moved,
+        r.to_origin,
+        r.moved - r.to_origin,
+        r.attrs_restored,
+        r.groups_removed
+    )
+}
+
+/// `corral restore`: what a start of `corral run` does first, alone.
+pub fn restore(paths: &HostPaths, args: &RestoreArgs) -> anyhow::Result<ExitCode> {
+    if !rustix::process::geteuid().is_root() {
+        bail!("corral restore changes cgroups and needs root");
+    }
+    if !args.group_name.starts_with("corral") || args.group_name.contains('/') {
+        bail!(
+            "--group-name must start with \"corral\" and hold no '/', not {:?}",
+            args.group_name
+        );
+    }
+    let choice = match args.cgroup.as_str() {
+        "v1" => CgroupChoice::V1,
+        "v2" => CgroupChoice::V2,
+        _ => CgroupChoice::Auto,
+    };
+    let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
+    let layout = Layout::choose(&mounts, choice).map_err(anyhow::Error::msg)?;
+    let file = corral_linux::state::path_for(&args.state_dir, &args.group_name);
+    let mut placer = corral_linux::placer::Placer::new(layout, &args.group_name, paths);
+    placer.set_state_file(file.clone());
+    let r = placer
+        .reconcile()
+        .with_context(|| format!("cannot restore from {}", file.display()))?;
+    placer
+        .drop_state_file()
+        .with_context(|| format!("cannot remove {}", file.display()))?;
+    if r.found_anything() {
+        println!("corral restore: {}", describe_reconciled(&r));
+    } else {
+        println!(
+            "corral restore: nothing to do (no record at {}, no {} groups)",
+            file.display(),
+            args.group_name
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -301,6 +301,7 @@ fn print_summary(s: &Summary, wall: f64) {
         "MIGR",
         "PREEMPT",
         "SWITCHES",
+        "EXIT (s)",
     ]);
     for x in &s.tasks {
         t.row(vec![
@@ -318,6 +319,7 @@ fn print_summary(s: &Summary, wall: f64) {
             x.migrations.to_string(),
             x.preemptions.to_string(),
             x.switches.to_string(),
+            x.exited_s.map_or("-".into(), |e| format!("{e:.2}")),
         ]);
     }
     print!("{}", t.render());

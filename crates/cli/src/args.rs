@@ -371,6 +371,25 @@ pub enum LabCommand {
     /// run --scope-pid <this process>`. Needs root; creates and removes its
     /// own cgroups.
     Reaction(ReactionArgs),
+    /// One unprivileged user opens many idle connections to the daemon's
+    /// socket; how many it keeps and refuses, and how fast root's `status`
+    /// is answered meanwhile (goal: < 100 ms). Needs root.
+    Flood(FloodArgs),
+    /// Issue 14's kill test: a churning workload; each iteration starts the
+    /// daemon, SIGKILLs it at a random moment, starts it again (which puts
+    /// back what the killed one left) and stops it; counts groups left and
+    /// threads not back where they were. Needs root and stress-ng.
+    Crash(CrashArgs),
+    /// The starvation guard's experiment: a plan that starves a light
+    /// thread (the shared group at 2 shares beside two hogs a rule makes
+    /// latency-critical), the guard off and on; every workload thread's CPU per
+    /// second against the floor (5 % of a CPU). Needs root.
+    Starve(StarveArgs),
+    /// Issue 14's churn soak: stress-ng --fork 1 --pthread 1 (and with
+    /// --clone-max a bounded clone storm) under the daemon for minutes; its RSS,
+    /// open files and CPU every 10 s, errors in its log, and whether
+    /// SIGTERM leaves nothing. Needs root and stress-ng.
+    Soak(SoakArgs),
     /// The scenarios of the test VM (scripts/vm-test), run inside it:
     /// v2 backend, hot-plug, the CPU count detector, 4 CPUs. Refuses to
     /// run unless the kernel command line has corral.vmtest=1.
@@ -427,6 +446,70 @@ pub struct RealArgs {
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
     /// Print JSON for programs instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    #[arg(long, value_name = "M", default_value_t = 10.0)]
+    pub minutes: f64,
+    /// The daemon's --interval (default: its configured one).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    pub interval: Option<u64>,
+    /// Add a clone storm of at most N live clones (stress-ng --clone 1
+    /// --clone-max N); 0: none. Unbounded, it exhausts memory and PIDs on
+    /// a small machine.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub clone_max: u32,
+    /// Print JSON for programs instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StarveArgs {
+    /// Seconds per variant.
+    #[arg(long, value_name = "S", default_value_t = 20, value_parser = clap::value_parser!(u32).range(5..=3600))]
+    pub seconds: u32,
+    /// Seconds at the start not held to the floor (placing, one guard interval).
+    #[arg(long, value_name = "S", default_value_t = 3)]
+    pub settle: u32,
+    /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CrashArgs {
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub iterations: u32,
+    /// The kill comes at least this long after the daemon answers.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub min_kill_ms: u64,
+    /// … and at most this long.
+    #[arg(long, value_name = "MS", default_value_t = 1500)]
+    pub max_kill_ms: u64,
+    /// Seed of the kill moments.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON for programs instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FloodArgs {
+    /// Idle connections the user opens.
+    #[arg(long, value_name = "N", default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=5000))]
+    pub clients: u32,
+    /// The user (default: nobody, 65534).
+    #[arg(long, value_name = "UID", default_value_t = 65534, value_parser = clap::value_parser!(u32).range(1..))]
+    pub uid: u32,
+    /// Root's `status` requests meanwhile.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub requests: u32,
+    /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,
 }
@@ -570,6 +653,17 @@ pub enum WorkCommand {
     Bench {
         #[arg(long, value_name = "N")]
         ops: u64,
+    },
+    /// Open N idle connections to a daemon's socket (as user UID, when
+    /// root), print how many it kept and refused, and hold them until
+    /// killed.
+    Clients {
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+        #[arg(long, value_name = "N", default_value_t = 300)]
+        count: usize,
+        #[arg(long, value_name = "UID")]
+        uid: Option<u32>,
     },
 }
 

@@ -32,6 +32,9 @@ pub struct DaemonConfig {
     pub fast_interval_ms: u64,
     /// How long a new thread counts as young.
     pub young_ms: u64,
+    /// At most this many young threads are watched at once; threads born
+    /// beyond it are classified at the next interval like any other.
+    pub young_max: usize,
     pub cgroup: CgroupChoice,
     pub socket: String,
 }
@@ -42,6 +45,7 @@ impl Default for DaemonConfig {
             interval_ms: 1000,
             fast_interval_ms: 50,
             young_ms: 2000,
+            young_max: 16,
             cgroup: CgroupChoice::Auto,
             socket: "/run/corral.sock".into(),
         }
@@ -152,6 +156,33 @@ impl Default for BoostConfig {
     }
 }
 
+/// The starvation guard (issue 14): no managed thread that wants the CPU
+/// may get less than `floor` of one because of corral's plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuardConfig {
+    pub enabled: bool,
+    /// Share of one CPU (0.05 = 5 %) a thread gets at least, over an
+    /// interval, while it waits in a run queue.
+    pub floor: f64,
+    /// The share of the interval it must have waited runnable to count as
+    /// wanting the CPU (a thread that sleeps gets little and is fine).
+    pub min_wait: f64,
+    /// How long a relieved thread stays out of corral's groups.
+    pub hold_s: u64,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            enabled: true,
+            floor: 0.05,
+            min_wait: 0.5,
+            hold_s: 30,
+        }
+    }
+}
+
 /// One rule: every given matcher must match; then the thread gets `class`,
 /// or is left alone when `exclude` is set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -179,6 +210,7 @@ pub struct Config {
     pub classify: ClassifyConfig,
     pub plan: PlanConfig,
     pub boost: BoostConfig,
+    pub guard: GuardConfig,
     #[serde(rename = "rule")]
     pub rules: Vec<Rule>,
 }
@@ -243,6 +275,8 @@ impl Config {
             c.latency_critical.max_util,
         )?;
         frac("plan.medium_min_cpu", self.plan.medium_min_cpu)?;
+        frac("guard.floor", self.guard.floor)?;
+        frac("guard.min_wait", self.guard.min_wait)?;
         if c.heavy <= c.medium {
             return Err((
                 "classify.heavy".into(),

@@ -48,8 +48,16 @@ impl MsgSender {
 }
 
 /// At most this many clients at once; more are told so and closed (each
-/// client holds a file descriptor).
+/// client holds a file descriptor). Root is always served: when the table
+/// is full, the client idle the longest gives way to it.
 const MAX_CLIENTS: usize = 256;
+/// At most this many clients of one non-root user at once, so one user's
+/// idle connections cannot lock out the others.
+pub const MAX_CLIENTS_PER_UID: usize = 16;
+/// A client that sends nothing and takes no output this long is closed
+/// (an idle or a slow client; corral's own clients send one line and read
+/// one reply).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest request line.
 const MAX_LINE: usize = 64 * 1024;
 
@@ -65,6 +73,8 @@ struct Client {
     writing: bool,
     /// It closed its side: it goes once its replies are written.
     closing: bool,
+    /// When it last sent a byte or took one.
+    active: Instant,
 }
 
 /// The loop's inbox: messages from other threads and, once [`listen`] was
@@ -224,28 +234,54 @@ impl Inbox {
     }
 
     fn accept(&mut self) {
-        let Some(listener) = &self.listener else {
-            return;
-        };
         loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
             let stream = match listener.accept() {
                 Ok((s, _)) => s,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(_) => return,
             };
-            if self.clients.len() >= MAX_CLIENTS {
-                let mut line = serde_json::to_string(&Response::error(format!(
-                    "too many clients ({MAX_CLIENTS}): try again"
-                )))
-                .unwrap_or_default();
-                line.push('\n');
-                let _ = stream.set_nonblocking(true);
-                let _ = (&stream).write(line.as_bytes());
-                continue;
-            }
             let Some(caller) = peer(&stream) else {
                 continue;
             };
+            let refuse = |why: String| {
+                let mut line = serde_json::to_string(&Response::error(why)).unwrap_or_default();
+                line.push('\n');
+                let _ = stream.set_nonblocking(true);
+                let _ = (&stream).write(line.as_bytes());
+            };
+            if caller.uid != 0
+                && self
+                    .clients
+                    .values()
+                    .filter(|c| c.caller.uid == caller.uid)
+                    .count()
+                    >= MAX_CLIENTS_PER_UID
+            {
+                refuse(format!(
+                    "too many connections from uid {} ({MAX_CLIENTS_PER_UID}): close some and try again",
+                    caller.uid
+                ));
+                continue;
+            }
+            if self.clients.len() >= MAX_CLIENTS {
+                // Root gets the place of the longest-idle client.
+                let idlest = self
+                    .clients
+                    .iter()
+                    .filter(|(_, c)| c.caller.uid != 0)
+                    .min_by_key(|(_, c)| c.active)
+                    .map(|(&t, _)| t);
+                match idlest {
+                    Some(t) if caller.uid == 0 => self.close(t),
+                    _ => {
+                        refuse(format!("too many clients ({MAX_CLIENTS}): try again"));
+                        continue;
+                    }
+                }
+            }
             if stream.set_nonblocking(true).is_err() {
                 continue;
             }
@@ -270,6 +306,7 @@ impl Inbox {
                     output: Vec::new(),
                     writing: false,
                     closing: false,
+                    active: Instant::now(),
                 },
             );
         }
@@ -289,7 +326,10 @@ impl Inbox {
                     closed = true;
                     break;
                 }
-                Ok(n) => c.input.extend_from_slice(&buf[..n]),
+                Ok(n) => {
+                    c.input.extend_from_slice(&buf[..n]);
+                    c.active = Instant::now();
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => {
@@ -333,12 +373,17 @@ impl Inbox {
         }
     }
 
-    /// Closes the clients that closed their side and have had every reply.
+    /// Closes the clients that closed their side and have had every
+    /// reply, and those idle (or too slow to take their output) for
+    /// [`IDLE_TIMEOUT`].
     fn reap(&mut self) {
+        let now = Instant::now();
         let done: Vec<u64> = self
             .clients
             .iter()
-            .filter(|(_, c)| c.closing && c.output.is_empty())
+            .filter(|(_, c)| {
+                (c.closing && c.output.is_empty()) || now.duration_since(c.active) >= IDLE_TIMEOUT
+            })
             .map(|(&t, _)| t)
             .collect();
         for t in done {
@@ -374,6 +419,7 @@ impl Inbox {
                 Ok(0) => break,
                 Ok(n) => {
                     c.output.drain(..n);
+                    c.active = Instant::now();
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,

@@ -144,6 +144,16 @@ impl DaemonProcess {
         }
     }
 
+    /// SIGKILL (by PID), as a crash or the OOM killer ends it: nothing is
+    /// put back. Waits for it to be gone.
+    pub fn kill9(mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+
     /// SIGTERM, then SIGKILL if it has not ended after [`STOP_TIMEOUT`];
     /// its exit status when it ended by itself.
     fn terminate(&mut self) -> Option<ExitStatus> {

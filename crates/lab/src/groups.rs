@@ -186,14 +186,40 @@ impl LabGroups {
             let _ = c.kill();
             let _ = c.wait();
         }
-        for dir in self.groups.drain(..).rev() {
-            if let Err(e) = std::fs::remove_dir(&dir) {
-                eprintln!("corral lab: could not remove {}: {e}", dir.display());
-            }
-        }
+        // What our programs left in our groups (stress-ng's forked
+        // workers outlive their parent's SIGKILL) is ours too: killed by
+        // PID, read from our own groups only, until the group is empty.
+        let mut dirs: Vec<PathBuf> = self.groups.drain(..).rev().collect();
         if self.root.exists() {
-            if let Err(e) = std::fs::remove_dir(&self.root) {
-                eprintln!("corral lab: could not remove {}: {e}", self.root.display());
+            dirs.push(self.root.clone());
+        }
+        for dir in dirs {
+            let mut last = None;
+            for _ in 0..100 {
+                match std::fs::remove_dir(&dir) {
+                    Ok(()) => {
+                        last = None;
+                        break;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        last = None;
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                for pid in procs
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok())
+                {
+                    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if let Some(e) = last {
+                eprintln!("corral lab: could not remove {}: {e}", dir.display());
             }
         }
     }

@@ -24,8 +24,10 @@
 //! - [`work`]: the workload programs (`corral lab work …`).
 
 pub mod boost_bench;
+pub mod crash;
 pub mod daemon_process;
 pub mod daemon_thread;
+pub mod flood;
 pub mod groups;
 pub mod heavy;
 pub mod interactive;
@@ -34,6 +36,8 @@ pub mod overhead;
 pub mod parallel;
 pub mod reaction;
 pub mod real;
+pub mod soak;
+pub mod starve;
 pub mod validate;
 pub mod vmguest;
 pub mod work;

@@ -607,3 +607,56 @@ pub fn interactive(
     let _ = handler.join();
     Ok(out)
 }
+
+/// What [`clients`] got: connections the daemon kept, and refused.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ClientsResult {
+    pub uid: u32,
+    pub held: usize,
+    pub refused: usize,
+}
+
+/// Opens `count` idle connections to the daemon's socket as user `uid`
+/// (root may become anyone), prints how many were kept and refused as
+/// one JSON line, and holds them until killed: one user's idle clients,
+/// as issue 14 found them locking everybody out.
+pub fn clients(socket: &std::path::Path, count: usize, uid: Option<u32>) -> Result<(), String> {
+    use std::io::Read;
+    if let Some(uid) = uid {
+        let u = rustix::process::Uid::from_raw(uid);
+        let g = rustix::process::Gid::from_raw(uid);
+        rustix::thread::set_thread_groups(&[]).map_err(|e| format!("setgroups: {e}"))?;
+        rustix::thread::set_thread_gid(g).map_err(|e| format!("setgid {uid}: {e}"))?;
+        rustix::thread::set_thread_uid(u).map_err(|e| format!("setuid {uid}: {e}"))?;
+    }
+    let mut streams = Vec::new();
+    for _ in 0..count {
+        match std::os::unix::net::UnixStream::connect(socket) {
+            Ok(s) => streams.push(s),
+            Err(e) => return Err(format!("{}: {e}", socket.display())),
+        }
+    }
+    // A refused connection gets one error line and is closed at once.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut r = ClientsResult {
+        uid: rustix::process::getuid().as_raw(),
+        ..Default::default()
+    };
+    let mut kept = Vec::new();
+    for s in streams {
+        let _ = s.set_nonblocking(true);
+        let mut buf = [0u8; 512];
+        match (&s).read(&mut buf) {
+            Ok(0) => r.refused += 1,
+            Ok(_) => r.refused += 1,
+            Err(_) => {
+                r.held += 1;
+                kept.push(s);
+            }
+        }
+    }
+    println!("{}", serde_json::to_string(&r).unwrap_or_default());
+    loop {
+        std::thread::park();
+    }
+}

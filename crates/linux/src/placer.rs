@@ -299,9 +299,16 @@ impl Placer {
             if self.origins.contains_key(&key) || !self.alive(pid, tid) {
                 continue;
             }
-            if let Some(o) = self.read_origin(pid, tid)? {
-                self.origins.insert(key, o);
-                added.push(key);
+            // A thread that exits meanwhile is skipped (its move will
+            // find it gone), not an error.
+            match self.read_origin(pid, tid) {
+                Ok(Some(o)) => {
+                    self.origins.insert(key, o);
+                    added.push(key);
+                }
+                Ok(None) => {}
+                Err(e) if e.is_gone() => {}
+                Err(e) => return Err(e),
             }
         }
         if added.is_empty() {

@@ -46,6 +46,9 @@ struct Entry {
     schedstat: Option<File>,
     sample: ThreadSample,
     generation: u64,
+    /// Its details (stat, status, sched, cgroup) were read; a thread first
+    /// seen by a full pass has only its counters until the next pass.
+    complete: bool,
 }
 
 /// Reads the threads in scope; keeps per-thread file handles between reads.
@@ -66,6 +69,9 @@ pub struct Sampler {
     exe_cache: HashMap<u32, Option<Arc<str>>>,
     want_exe: bool,
     generation: u64,
+    /// Whether a new thread's details wait for its second pass (full
+    /// passes only).
+    defer_new: bool,
     buf: Vec<u8>,
     /// Files opened and kept in the last pass (for the overhead report).
     pub open_files: usize,
@@ -95,6 +101,7 @@ impl Sampler {
             exe_cache: HashMap::new(),
             want_exe: false,
             generation: 0,
+            defer_new: false,
             buf: Vec::with_capacity(4096),
             open_files: 0,
         }
@@ -202,6 +209,13 @@ impl Sampler {
 
     /// Reads every thread in scope.
     pub fn sample(&mut self, now_ns: u64) -> Result<Snapshot> {
+        self.defer_new = true;
+        let snap = self.full_pass(now_ns);
+        self.defer_new = false;
+        snap
+    }
+
+    fn full_pass(&mut self, now_ns: u64) -> Result<Snapshot> {
         self.generation += 1;
         let generation = self.generation;
         let mut out: Vec<ThreadSample> = Vec::new();
@@ -374,7 +388,11 @@ impl Sampler {
     fn read_thread(&mut self, pid: u32, tid: u32) -> Result<Option<(ThreadSample, bool)>> {
         let generation = self.generation;
         let dir = self.task_dir(pid, tid);
-        if let Some(entry) = self.threads.get_mut(&tid).filter(|e| e.sample.pid == pid) {
+        if let Some(entry) = self
+            .threads
+            .get_mut(&tid)
+            .filter(|e| e.sample.pid == pid && e.complete)
+        {
             let Some((run, wait, slices)) = read_schedstat(&dir, entry, &mut self.buf)? else {
                 return Ok(None);
             };
@@ -398,13 +416,18 @@ impl Sampler {
             entry.sample = s.clone();
             return Ok(Some((s, true)));
         }
-        // A new thread.
+        // A new thread, or one a full pass saw once before.
+        let seen = self.threads.remove(&tid).filter(|e| e.sample.pid == pid);
         let mut sample = ThreadSample::new(tid, pid);
-        let schedstat = File::open(dir.join("schedstat")).ok();
+        let schedstat = match seen.as_ref() {
+            Some(e) => e.schedstat.as_ref().and_then(|f| f.try_clone().ok()),
+            None => File::open(dir.join("schedstat")).ok(),
+        };
         let mut entry = Entry {
             schedstat,
             sample: sample.clone(),
             generation,
+            complete: true,
         };
         let Some((run, wait, slices)) = read_schedstat(&dir, &mut entry, &mut self.buf)? else {
             return Ok(None);
@@ -412,6 +435,17 @@ impl Sampler {
         sample.run_ns = run;
         sample.wait_ns = wait;
         sample.timeslices = slices;
+        // A full pass (after the first) reads a thread it has never seen
+        // only this far: under a fork storm most such threads are gone by
+        // the next pass, and their details (four more files) were wasted
+        // work. Seen again, it is read whole; between passes the process
+        // connector's young threads are read whole at once.
+        if self.defer_new && seen.is_none() && generation > 1 {
+            entry.complete = false;
+            entry.sample = sample;
+            self.threads.insert(tid, entry);
+            return Ok(None);
+        }
         if !read_details(&dir, &mut sample, &mut self.buf)? {
             return Ok(None);
         }

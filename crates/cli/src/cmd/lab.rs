@@ -375,6 +375,9 @@ pub fn work(w: WorkCommand) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string(&r)?);
         }
         WorkCommand::Bench { ops } => println!("{}", serde_json::to_string(&work::bench(ops))?),
+        WorkCommand::Clients { socket, count, uid } => {
+            work::clients(&socket, count, uid).map_err(anyhow::Error::msg)?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -915,6 +918,227 @@ pub fn vm_guest(out: &std::path::Path) -> anyhow::Result<ExitCode> {
         report.seconds
     );
     Ok(if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn flood(args: &crate::args::FloodArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::flood;
+    anyhow::ensure!(
+        rustix::process::geteuid().is_root(),
+        "corral lab flood starts the daemon and becomes another user: run it as root"
+    );
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let stop = stop_flag()?;
+    let r = flood::run(
+        &exe,
+        &flood::Options {
+            clients: args.clients as usize,
+            uid: args.uid,
+            requests: args.requests,
+            stop: &stop,
+        },
+        progress,
+    )
+    .map_err(anyhow::Error::msg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "{} idle connections from uid {}: {} kept (at most {} per user), {} refused",
+            r.clients,
+            r.uid,
+            r.held,
+            corral_daemon::server::MAX_CLIENTS_PER_UID,
+            r.refused
+        );
+        println!(
+            "root's status meanwhile: {} answered, {} failed; median {:.1} ms, max {:.1} ms (goal < {:.0} ms: {})",
+            r.status_ms.len(),
+            r.failed,
+            r.median_ms,
+            r.max_ms,
+            flood::GOAL_MS,
+            if r.goal_met { "met" } else { "not met" }
+        );
+    }
+    Ok(if r.goal_met {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn crash(paths: &HostPaths, args: &crate::args::CrashArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::crash;
+    let layout = lab_layout(paths, args.json)?;
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let stop = stop_flag()?;
+    let r = crash::run(
+        &exe,
+        &layout,
+        &crash::Options {
+            iterations: args.iterations,
+            min_kill_ms: args.min_kill_ms,
+            max_kill_ms: args.max_kill_ms.max(args.min_kill_ms + 1),
+            seed: args.seed,
+            stop: &stop,
+        },
+        progress,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let clean = r.failures == 0 && r.groups_left == 0 && r.records_left == 0 && r.differed == 0;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "{} kill -9 / restart / SIGTERM iterations beside {}: {} restarts found a killed daemon's work ({} tasks moved back)",
+            r.iterations, r.churn, r.reconciled, r.moved_back
+        );
+        println!(
+            "after each clean stop: {} groups left, {} records left, {} of {} thread checks differed (cgroups, affinity, nice, slice), {} failures",
+            r.groups_left, r.records_left, r.differed, r.compared, r.failures
+        );
+        for n in &r.notes {
+            println!("note: {n}");
+        }
+    }
+    Ok(if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn starve(paths: &HostPaths, args: &crate::args::StarveArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::starve;
+    let layout = lab_layout(paths, args.json)?;
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let stop = stop_flag()?;
+    let r = starve::run(
+        &exe,
+        &layout,
+        &starve::Options {
+            seconds: args.seconds,
+            settle_s: args.settle.min(args.seconds.saturating_sub(1)),
+            stop: &stop,
+        },
+        progress,
+    )
+    .map_err(anyhow::Error::msg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "floor {:.0} % of a CPU in every second a thread waits at least half of, after the first {} s",
+            r.floor * 100.0,
+            r.settle_s
+        );
+        let mut t = Table::new(&[
+            "GUARD",
+            "THREAD",
+            "CLASS",
+            "GROUP",
+            "CPU MEDIAN",
+            "MIN WHILE WAITING",
+            "SECONDS BELOW",
+        ]);
+        for v in &r.variants {
+            for th in &v.threads {
+                let mut run = th.run.clone();
+                run.sort_by(f64::total_cmp);
+                t.row(vec![
+                    if v.guard { "on" } else { "off" }.into(),
+                    th.name.clone(),
+                    th.class.clone().unwrap_or_else(|| "-".into()),
+                    th.group.clone().unwrap_or_else(|| "-".into()),
+                    run.get(run.len() / 2)
+                        .map_or("-".into(), |m| format!("{:.1} %", m * 100.0)),
+                    th.min_run_waiting
+                        .map_or("-".into(), |m| format!("{:.1} %", m * 100.0)),
+                    th.violations.to_string(),
+                ]);
+            }
+        }
+        print!("{}", t.render());
+        for v in &r.variants {
+            for l in &v.guard_log {
+                println!("guard {}: {l}", if v.guard { "on" } else { "off" });
+            }
+        }
+    }
+    let held = r
+        .variants
+        .iter()
+        .filter(|v| v.guard)
+        .all(|v| v.violations == 0);
+    Ok(if held {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn soak(paths: &HostPaths, args: &crate::args::SoakArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::soak;
+    anyhow::ensure!(
+        args.minutes.is_finite() && args.minutes > 0.0 && args.minutes <= 24.0 * 60.0,
+        "--minutes must be above 0 and at most a day, not {}",
+        args.minutes
+    );
+    let layout = lab_layout(paths, args.json)?;
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let stop = stop_flag()?;
+    let r = soak::run(
+        &exe,
+        &layout,
+        &soak::Options {
+            seconds: (args.minutes * 60.0).round().max(1.0) as u64,
+            clone_max: args.clone_max,
+            interval_ms: args.interval,
+            stop: &stop,
+        },
+        progress,
+    )
+    .map_err(anyhow::Error::msg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        let first = r.samples.first();
+        let last = r.samples.last();
+        let max_rss = r.samples.iter().map(|s| s.rss_kib).max().unwrap_or(0);
+        let max_fds = r.samples.iter().map(|s| s.fds).max().unwrap_or(0);
+        println!("{:.0} s beside {}", r.seconds, r.workload);
+        println!(
+            "daemon RSS first {} KiB, last {} KiB, max {} KiB; open files first {}, last {}, max {}",
+            first.map_or(0, |s| s.rss_kib),
+            last.map_or(0, |s| s.rss_kib),
+            max_rss,
+            first.map_or(0, |s| s.fds),
+            last.map_or(0, |s| s.fds),
+            max_fds
+        );
+        println!(
+            "daemon CPU {:.2} % of one CPU (goal <= {:.0} %); {} error lines in its log; SIGTERM {}",
+            r.cpu * 100.0,
+            soak::GOAL_CPU * 100.0,
+            r.errors,
+            if r.clean_stop {
+                "left nothing".to_string()
+            } else {
+                format!("left {:?}", r.left)
+            }
+        );
+        for e in &r.first_errors {
+            println!("error: {e}");
+        }
+        if let Some(d) = &r.died {
+            println!("{d}");
+        }
+    }
+    Ok(if r.goal_met {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -40,6 +40,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lab(LabCommand::Validate(args)) => lab::validate(&paths, &args),
         Command::Lab(LabCommand::Real(args)) => lab::real(&paths, &args),
         Command::Lab(LabCommand::Reaction(args)) => lab::reaction(&paths, &args),
+        Command::Lab(LabCommand::Flood(args)) => lab::flood(&args),
+        Command::Lab(LabCommand::Crash(args)) => lab::crash(&paths, &args),
+        Command::Lab(LabCommand::Starve(args)) => lab::starve(&paths, &args),
+        Command::Lab(LabCommand::Soak(args)) => lab::soak(&paths, &args),
         Command::Lab(LabCommand::VmGuest { out }) => lab::vm_guest(&out),
         Command::Lab(LabCommand::Work(w)) => lab::work(w),
     }

@@ -209,6 +209,9 @@ fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
     for e in &report.errors {
         eprintln!("corral: error: {e}");
     }
+    for g in &report.guard {
+        eprintln!("corral: {g}");
+    }
     if dry_run {
         if report.changes.is_empty() && report.step > 1 {
             return;

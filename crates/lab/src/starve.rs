@@ -1,0 +1,221 @@
+//! `corral lab starve`: the starvation guard's experiment (issue 14).
+//!
+//! A plan that starves someone: the background group at 2 shares (an
+//! administrator who wants background work to get "nothing", the way
+//! Android's `bg_non_interactive` group did until it was removed for
+//! starving threads for seconds). Beside it two CPU hogs that a rule
+//! makes latency-critical (a rule written for a media thread that turned
+//! CPU-bound; the latency group weighs 10240) keep both CPUs busy; a light
+//! thread (40 ms every 200 ms) lands in the shared group and, without the
+//! guard, gets almost nothing although it waits all the time.
+//!
+//! Two variants, the guard off and on, each `corral run --scope-pid <this
+//! process>` with that configuration. Every workload thread's CPU time and
+//! run-queue wait are read from `/proc/PID/schedstat` every second; a
+//! second in which a thread waited at least half the time yet ran less
+//! than the floor (5 % of a CPU) is a violation. The first seconds, while
+//! the daemon places the threads and the guard sees one interval, are
+//! counted apart.
+
+use crate::daemon_process::DaemonProcess;
+use crate::groups::LabGroups;
+use corral_linux::placer::Layout;
+use serde::Serialize;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct Options<'a> {
+    /// Seconds per variant.
+    pub seconds: u32,
+    /// Seconds at the start of each variant not held to the floor.
+    pub settle_s: u32,
+    pub stop: &'a AtomicBool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ThreadWindows {
+    pub name: String,
+    pub pid: u32,
+    /// Its class and corral group at the end (from `status`).
+    pub class: Option<String>,
+    pub group: Option<String>,
+    /// CPU share per second (1.0 = a CPU).
+    pub run: Vec<f64>,
+    /// Run-queue wait per second.
+    pub wait: Vec<f64>,
+    /// Seconds after the settling time below the floor while waiting.
+    pub violations: u32,
+    /// Lowest CPU share in a second it waited at least half of, after
+    /// settling (`None`: it never waited that much).
+    pub min_run_waiting: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Variant {
+    pub guard: bool,
+    pub threads: Vec<ThreadWindows>,
+    pub violations: u32,
+    /// The guard's own log lines.
+    pub guard_log: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub floor: f64,
+    pub seconds: u32,
+    pub settle_s: u32,
+    pub variants: Vec<Variant>,
+}
+
+fn schedstat(pid: u32) -> Option<(u64, u64)> {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    let mut f = t.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
+}
+
+pub fn run(
+    exe: &Path,
+    layout: &Layout,
+    o: &Options,
+    mut progress: impl FnMut(&str),
+) -> Result<Report, String> {
+    let floor = corral_core::config::Config::default().guard.floor;
+    let min_wait = corral_core::config::Config::default().guard.min_wait;
+    let mut report = Report {
+        floor,
+        seconds: o.seconds,
+        settle_s: o.settle_s,
+        ..Default::default()
+    };
+    let me = std::process::id();
+    let dir = std::env::temp_dir().join(format!("corral-lab-starve-{me}"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for guard in [false, true] {
+        if o.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let config = dir.join(format!("guard-{guard}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[daemon]\ninterval_ms = 250\n[plan]\nshared_shares = 2\n[guard]\nenabled = {guard}\nhold_s = {}\n[[rule]]\ncgroup = \"/corral-lab-*/mid\"\nclass = \"latency-critical\"\n",
+                o.seconds + 30
+            ),
+        )
+        .map_err(|e| format!("{}: {e}", config.display()))?;
+        let mut groups = LabGroups::for_experiment(layout)?;
+        let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
+        let mid = groups.group("mid", 1024).map_err(|e| e.to_string())?;
+        let mut spawn = |group: &Path, args: &[&str]| -> Result<u32, String> {
+            let mut c = Command::new(exe);
+            c.args(["lab", "work"]).args(args);
+            groups
+                .spawn(group, c)
+                .map_err(|e| format!("cannot start `corral lab work {}`: {e}", args.join(" ")))
+        };
+        let long = "100000000";
+        // Two CPU-bound programs a rule makes latency-critical (by their
+        // cgroup, as a rule for a media thread would).
+        let mut names = Vec::new();
+        for i in 1..=2 {
+            names.push((format!("ruled-hog{i}"), spawn(&mid, &["hog"])?));
+        }
+        names.push((
+            "light".into(),
+            spawn(
+                &work,
+                &[
+                    "periodic",
+                    "--period-ms",
+                    "200",
+                    "--run-ms",
+                    "40",
+                    "--periods",
+                    long,
+                ],
+            )?,
+        ));
+        let socket = dir.join("corral.sock");
+        let log = dir.join(format!("guard-{guard}-daemon.log"));
+        let daemon = DaemonProcess::start(exe, me, &socket, None, Some(&config), &log, o.stop)?;
+        progress(&format!(
+            "guard {}: two hogs made latency-critical by a rule and a light thread under corral run (PID {}), shared group at 2 shares, for {} s",
+            if guard { "on" } else { "off" },
+            daemon.pid().unwrap_or_default(),
+            o.seconds
+        ));
+        let mut threads: Vec<ThreadWindows> = names
+            .iter()
+            .map(|(n, p)| ThreadWindows {
+                name: n.clone(),
+                pid: *p,
+                ..Default::default()
+            })
+            .collect();
+        let mut last: Vec<Option<(u64, u64)>> = names.iter().map(|(_, p)| schedstat(*p)).collect();
+        let mut at = Instant::now();
+        for s in 0..o.seconds {
+            std::thread::sleep(Duration::from_secs(1).saturating_sub(at.elapsed()));
+            if o.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let now = Instant::now();
+            let dt = now.duration_since(at).as_nanos() as f64;
+            at = now;
+            for (i, t) in threads.iter_mut().enumerate() {
+                let cur = schedstat(t.pid);
+                if let (Some((r0, w0)), Some((r1, w1))) = (last[i], cur) {
+                    let run = r1.saturating_sub(r0) as f64 / dt;
+                    let wait = w1.saturating_sub(w0) as f64 / dt;
+                    t.run.push(run);
+                    t.wait.push(wait);
+                    if s >= o.settle_s && wait >= min_wait {
+                        t.min_run_waiting = Some(t.min_run_waiting.map_or(run, |m| m.min(run)));
+                        if run < floor {
+                            t.violations += 1;
+                        }
+                    }
+                }
+                last[i] = cur;
+            }
+        }
+        if let Ok(st) = daemon.status() {
+            for t in &mut threads {
+                if let Some(s) = st.threads.iter().find(|s| s.tid == t.pid) {
+                    t.class = s.class.map(|c| format!("{c:?}"));
+                    t.group = s.group.clone();
+                }
+            }
+        }
+        let stopped = daemon.stop();
+        groups.cleanup();
+        stopped?;
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        let variant = Variant {
+            guard,
+            violations: threads.iter().map(|t| t.violations).sum(),
+            threads,
+            guard_log: said
+                .lines()
+                .filter(|l| l.contains("starvation guard"))
+                .map(String::from)
+                .collect(),
+        };
+        progress(&format!(
+            "guard {}: {} seconds below the floor while waiting; light thread's CPU per second: {:?}",
+            if guard { "on" } else { "off" },
+            variant.violations,
+            variant
+                .threads
+                .iter()
+                .find(|t| t.name == "light")
+                .map(|t| t.run.iter().map(|r| (r * 1000.0).round() / 10.0).collect::<Vec<_>>())
+                .unwrap_or_default()
+        ));
+        report.variants.push(variant);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(report)
+}

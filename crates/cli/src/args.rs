@@ -390,6 +390,11 @@ pub enum LabCommand {
     /// open files and CPU every 10 s, errors in its log, and whether
     /// SIGTERM leaves nothing. Needs root and stress-ng.
     Soak(SoakArgs),
+    /// Every parser of outside input (configuration, rt-app and platform
+    /// files, socket requests, CPU lists, procfs lines, process connector
+    /// messages, the state record) fed mutated and random inputs: panics
+    /// and hangs (> 2 s) are failures. No root needed.
+    Fuzz(FuzzArgs),
     /// The scenarios of the test VM (scripts/vm-test), run inside it:
     /// v2 backend, hot-plug, the CPU count detector, 4 CPUs. Refuses to
     /// run unless the kernel command line has corral.vmtest=1.
@@ -446,6 +451,22 @@ pub struct RealArgs {
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
     /// Print JSON for programs instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FuzzArgs {
+    /// Inputs per parser.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub cases: u64,
+    /// Only the parsers whose name contains this.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Option<String>,
+    /// Seed of the generator (a run is reproducible from it).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,
 }

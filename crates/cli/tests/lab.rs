@@ -188,3 +188,26 @@ fn privileged_lab_starve_the_guard_holds_the_floor() {
         "the guard said nothing: {v}"
     );
 }
+
+/// Issue 14's fuzzing, short: every parser of outside input, no panic, no
+/// hang (the full run is `corral lab fuzz`, a million inputs each).
+#[test]
+fn lab_fuzz_finds_no_panic_in_a_short_run() {
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["lab", "fuzz", "--cases", "3000", "--seed", "7", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(v["targets"].as_array().unwrap().len() >= 13, "{v}");
+    for t in v["targets"].as_array().unwrap() {
+        assert_eq!(t["cases"], 3000, "{t}");
+        assert_eq!(t["panics"], 0, "{t}");
+    }
+    assert!(out.status.success());
+}

@@ -454,6 +454,34 @@ impl<H: Host> Daemon<H> {
                     continue;
                 };
                 let Some((first, first_at)) = y.first.clone() else {
+                    // Born inside a dedicated group (a heavy thread's new
+                    // worker, a compiler's codegen thread, a linker's
+                    // pool) it inherited that group's one CPU: corral's
+                    // doing, not the program's. It goes to the shared group
+                    // at once, before it is classified; left there, a
+                    // multi-threaded compiler ran on one CPU (`lab real`).
+                    let in_dedicated = sample.cgroup.as_deref().is_some_and(|c| {
+                        c.starts_with("/corral")
+                            && c.rsplit('/')
+                                .next()
+                                .is_some_and(|n| n.starts_with("dedicated-cpu"))
+                    });
+                    if in_dedicated
+                        && !self.applied.placements.contains_key(&tid)
+                        && self.plan_threads.iter().all(|t| t.tid != tid)
+                    {
+                        self.plan_threads.push(PlanThread {
+                            tid,
+                            pid: sample.pid,
+                            class: Class::Light,
+                            peak: 0.0,
+                            util: 0.0,
+                            runnable: 0.0,
+                            cpu: sample.cpu,
+                            boost: Boost::None,
+                        });
+                        replan = true;
+                    }
                     y.first = Some((sample.clone(), at));
                     y.last = Some((sample, at));
                     continue;

@@ -28,6 +28,7 @@ pub mod crash;
 pub mod daemon_process;
 pub mod daemon_thread;
 pub mod flood;
+pub mod fuzz;
 pub mod groups;
 pub mod heavy;
 pub mod interactive;

@@ -48,10 +48,15 @@ impl CgroupEntry {
 pub fn cgroups(paths: &HostPaths, pid: Option<u32>) -> Result<Vec<CgroupEntry>> {
     let path = paths.proc_dir(pid).join("cgroup");
     let text = read_process_file(&path, pid)?;
+    parse_cgroups(&text, &path)
+}
+
+/// Parses a `/proc/PID/cgroup` file's text (`path` names it in errors).
+pub fn parse_cgroups(text: &str, path: &std::path::Path) -> Result<Vec<CgroupEntry>> {
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
-            let bad = || Error::parse(&path, line, "hierarchy-ID:controllers:path");
+            let bad = || Error::parse(path, line, "hierarchy-ID:controllers:path");
             let mut fields = line.splitn(3, ':');
             let id = fields.next().ok_or_else(bad)?;
             let controllers = fields.next().ok_or_else(bad)?;
@@ -89,10 +94,15 @@ pub fn mountinfo(paths: &HostPaths) -> Result<Vec<Mount>> {
     let Some(text) = read_opt(&path)? else {
         return Ok(Vec::new());
     };
+    parse_mountinfo(&text, &path)
+}
+
+/// Parses a mountinfo file's text (`path` names it in errors).
+pub fn parse_mountinfo(text: &str, path: &std::path::Path) -> Result<Vec<Mount>> {
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
-            let bad = || Error::parse(&path, line, "a mountinfo line");
+            let bad = || Error::parse(path, line, "a mountinfo line");
             let (left, right) = line.split_once(" - ").ok_or_else(bad)?;
             let left: Vec<&str> = left.split(' ').collect();
             let right: Vec<&str> = right.split(' ').collect();

@@ -127,6 +127,11 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
                 "give either cpus or capacities, not both".into(),
             ))
         }
+        // Checked before allocating: `cpus = 99999999999` would ask for
+        // hundreds of GB (a fuzz find, `corral lab fuzz`).
+        (Some(n), None) if !(1..=4096).contains(&n) => {
+            return Err(at("cpus", "1 to 4096 CPUs".into()))
+        }
         (Some(n), None) => vec![1024; n],
         (None, Some(c)) => c,
         (None, None) => return Err(format!("{file}: no `cpus` or `capacities`")),
@@ -441,5 +446,12 @@ quota_us = 50000
                 assert_eq!((end + 4_000_000 - at) % 4_000_000, 0, "{phase}: {ends:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_huge_cpu_count_is_refused_before_allocating() {
+        let e = parse("cpus = 99999999999\n", "p.toml").unwrap_err();
+        assert!(e.contains("p.toml:1: cpus: 1 to 4096 CPUs"), "{e}");
+        assert!(parse("cpus = 0\n", "p.toml").is_err());
     }
 }

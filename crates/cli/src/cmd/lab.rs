@@ -1144,3 +1144,46 @@ pub fn soak(paths: &HostPaths, args: &crate::args::SoakArgs) -> anyhow::Result<E
         ExitCode::FAILURE
     })
 }
+
+pub fn fuzz(args: &crate::args::FuzzArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::fuzz;
+    let stop = stop_flag()?;
+    let r = fuzz::run(args.cases, args.seed, args.only.as_deref(), &stop, progress);
+    anyhow::ensure!(
+        !r.targets.is_empty(),
+        "no parser's name contains {:?}",
+        args.only.as_deref().unwrap_or_default()
+    );
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        let mut t = Table::new(&["PARSER", "INPUTS", "SECONDS", "SLOWEST (ms)", "PANICS"]);
+        for x in &r.targets {
+            t.row(vec![
+                x.name.clone(),
+                x.cases.to_string(),
+                format!("{:.1}", x.seconds),
+                format!("{:.2}", x.slowest_ms),
+                x.panics.to_string(),
+            ]);
+        }
+        print!("{}", t.render());
+        println!(
+            "seed {}: {} panics, {} hangs (a case over {} s ends the run)",
+            r.seed,
+            r.panics,
+            r.hangs,
+            fuzz::HANG.as_secs()
+        );
+        for x in r.targets.iter().filter(|x| x.panics > 0) {
+            for e in &x.examples {
+                println!("panic in {}: {e:?}", x.name);
+            }
+        }
+    }
+    Ok(if r.panics == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

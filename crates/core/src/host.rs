@@ -84,6 +84,8 @@ pub struct TaskEvents {
     pub born: Vec<(u32, u32)>,
     /// tids of threads that exited.
     pub exited: Vec<u32>,
+    /// tids of threads in scope that forked a new process.
+    pub spawners: Vec<u32>,
 }
 
 /// A thread's state, read quickly.

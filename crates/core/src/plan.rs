@@ -172,6 +172,13 @@ pub struct Unplanned {
     /// heavy would otherwise get a core the next ones take back 50 ms
     /// later).
     pub cpu_bound: usize,
+    /// Threads that forked a process lately (a build's driver, a shell, a
+    /// compiler calling its linker): never dedicated. A process forked by
+    /// a dedicated thread starts in its one-CPU cpuset, and moving it out
+    /// later changes its affinity while it runs — lld, which sizes
+    /// per-thread arrays from the affinity at two moments, crashed with
+    /// SIGSEGV that way in `corral lab real` (2 builds in 15).
+    pub spawners: std::collections::BTreeSet<u32>,
 }
 
 /// As [`plan`], leaving room for `unplanned`.
@@ -240,7 +247,7 @@ pub fn plan_around(
     let mut heavy: Vec<&PlanThread> = threads
         .iter()
         .copied()
-        .filter(|t| t.class == Class::Heavy)
+        .filter(|t| t.class == Class::Heavy && !unplanned.spawners.contains(&t.tid))
         .collect();
     let rank = |t: &PlanThread| {
         t.peak
@@ -789,6 +796,27 @@ mod tests {
         );
         assert_eq!(p.dedicated_cpu(1), None);
         assert_eq!(p.dedicated_cpu(2), None);
+    }
+
+    /// A thread that forks processes (a build driver) is never dedicated:
+    /// its children would start on its one CPU.
+    #[test]
+    fn a_spawner_gets_no_dedicated_core() {
+        let tp = topo("0-2", 3, &[]);
+        let unplanned = Unplanned {
+            spawners: [1].into_iter().collect(),
+            ..Default::default()
+        };
+        let p = plan_around(
+            &tp,
+            &[t(1, Class::Heavy, 0.9), t(2, Class::Heavy, 0.8)],
+            &PlanConfig::default(),
+            None,
+            &unplanned,
+        );
+        assert_eq!(p.dedicated_cpu(1), None);
+        assert_eq!(p.group_of(1).unwrap().name, SHARED);
+        assert!(p.dedicated_cpu(2).is_some());
     }
 
     /// Young CPU-bound threads (a build's compilers) end a dedication.

@@ -49,6 +49,20 @@ pub struct StepReport {
     pub duration_ns: u64,
 }
 
+/// Whether a thread sits in one of corral's dedicated groups (by its
+/// cgroup path when first read): born there, when corral did not put it.
+fn born_in_dedicated(sample: &ThreadSample) -> bool {
+    sample.cgroup.as_deref().is_some_and(|c| {
+        c.starts_with("/corral")
+            && c.rsplit('/')
+                .next()
+                .is_some_and(|n| n.starts_with("dedicated-cpu"))
+    })
+}
+
+/// How long a thread that forked a process is not dedicated a core.
+const SPAWNER_HOLD_NS: u64 = 10_000_000_000;
+
 /// Everything the daemon knows of one thread.
 #[derive(Debug, Clone, Serialize)]
 struct Known {
@@ -110,6 +124,9 @@ pub struct Daemon<H: Host> {
     /// Threads the starvation guard took out of corral's groups: until
     /// when (host ns) and why.
     relieved: BTreeMap<u32, (u64, String)>,
+    /// Threads that forked a process, and when they last did: never
+    /// dedicated for [`SPAWNER_HOLD_NS`] after.
+    spawners: BTreeMap<u32, u64>,
 }
 
 /// A young thread: its first read and the fast samples since.
@@ -206,6 +223,7 @@ impl<H: Host> Daemon<H> {
             stable: Plan::default(),
             pinned: CpuSet::new(),
             relieved: BTreeMap::new(),
+            spawners: BTreeMap::new(),
             young: BTreeMap::new(),
         })
     }
@@ -314,7 +332,12 @@ impl<H: Host> Daemon<H> {
                         || self.boosts.contains_key(&tid);
                     k.class = Some(class);
                     k.reason = Some(reason);
-                    if ready {
+                    // A process born inside a dedicated group stays where it
+                    // was born (its affinity unchanged while it runs).
+                    let stays = tid == k.sample.pid
+                        && born_in_dedicated(&k.sample)
+                        && !self.applied.placements.contains_key(&tid);
+                    if ready && !stays {
                         plan_threads.push(k.plan_thread(class, self.boost_state(tid)));
                     }
                 }
@@ -419,13 +442,20 @@ impl<H: Host> Daemon<H> {
     pub fn quick_step(&mut self) -> Result<Option<StepReport>, H::Error> {
         let events = self.host.task_events();
         let now = self.host.now_ns();
+        let mut replan = false;
+        for tid in events.spawners {
+            // A dedicated thread that forks ends its dedication.
+            replan |= self.spawners.insert(tid, now).is_none()
+                && self.applied.dedicated_cpu(tid).is_some();
+        }
+        self.spawners
+            .retain(|_, at| now.saturating_sub(*at) < SPAWNER_HOLD_NS);
         let max = self.config.daemon.young_max;
         for (tid, pid) in events.born {
             if self.young.len() < max {
                 self.young.insert(tid, Young::new(pid, now, None));
             }
         }
-        let mut replan = false;
         for tid in events.exited {
             self.young.remove(&tid);
             self.boosts.remove(&tid);
@@ -454,19 +484,18 @@ impl<H: Host> Daemon<H> {
                     continue;
                 };
                 let Some((first, first_at)) = y.first.clone() else {
-                    // Born inside a dedicated group (a heavy thread's new
-                    // worker, a compiler's codegen thread, a linker's
-                    // pool) it inherited that group's one CPU: corral's
-                    // doing, not the program's. It goes to the shared group
-                    // at once, before it is classified; left there, a
-                    // multi-threaded compiler ran on one CPU (`lab real`).
-                    let in_dedicated = sample.cgroup.as_deref().is_some_and(|c| {
-                        c.starts_with("/corral")
-                            && c.rsplit('/')
-                                .next()
-                                .is_some_and(|n| n.starts_with("dedicated-cpu"))
-                    });
+                    // A thread born inside a dedicated group (a heavy
+                    // thread's new worker, a compiler's codegen thread)
+                    // inherited that group's one CPU: corral's doing, not
+                    // the program's. It goes to the shared group at once,
+                    // before it is classified; left there, a multi-threaded
+                    // compiler ran on one CPU (`lab real`).
+                    let in_dedicated = born_in_dedicated(&sample);
+                    // Threads only: a new process is left where it was born
+                    // (see `plan::Unplanned::spawners`), its affinity the
+                    // same from start to end.
                     if in_dedicated
+                        && tid != sample.pid
                         && !self.applied.placements.contains_key(&tid)
                         && self.plan_threads.iter().all(|t| t.tid != tid)
                     {
@@ -525,6 +554,12 @@ impl<H: Host> Daemon<H> {
                 let Some(v) = verdict else { continue };
                 // Decided: the intervals take it from here.
                 self.young.remove(&tid);
+                if tid == sample.pid
+                    && born_in_dedicated(&sample)
+                    && !self.applied.placements.contains_key(&tid)
+                {
+                    continue;
+                }
                 let k = Known {
                     sample,
                     stats: Some(window),
@@ -589,6 +624,7 @@ impl<H: Host> Daemon<H> {
             t.boost = b;
         }
         let unplanned = plan::Unplanned {
+            spawners: self.spawners.keys().copied().collect(),
             pinned: self.pinned.clone(),
             cpu_bound: self
                 .young

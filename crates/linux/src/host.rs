@@ -136,9 +136,13 @@ impl Host for LinuxHost {
                     tid,
                     pid,
                     parent_pid,
+                    parent_tid,
                 } => {
                     if self.sampler.adopt(tid, pid, parent_pid) {
                         out.born.push((tid, pid));
+                        if tid == pid {
+                            out.spawners.push(parent_tid);
+                        }
                     }
                 }
                 // A new program is a new thread to classify.

@@ -178,6 +178,9 @@ pub struct Placer {
     old_attrs: HashMap<u32, OldAttrs>,
     /// The crash-safe record ([`crate::state`]), when kept.
     state_file: Option<PathBuf>,
+    /// Groups the plan dropped that still hold tasks corral did not put
+    /// there (processes born inside): removed once empty, or at restore.
+    lingering: BTreeSet<String>,
     /// The slice a thread has when nobody set one (read from corral's own
     /// thread at start), so a default slice is restored as "default" (0)
     /// rather than pinned at today's value.
@@ -202,6 +205,7 @@ impl Placer {
             attrs: HashMap::new(),
             old_attrs: HashMap::new(),
             state_file: None,
+            lingering: BTreeSet::new(),
             default_slice_ns: crate::sched::sched_getattr(0).map_or(0, |a| a.sched_runtime),
             origins: HashMap::new(),
             v2_members: HashMap::new(),
@@ -290,6 +294,7 @@ impl Placer {
     /// record, before any of them moves (a batch of moves then costs one
     /// `fsync`, not one each). Threads that exited are skipped.
     pub fn prepare(&mut self, moves: &[(u32, u32)]) -> Result<()> {
+        self.tidy();
         let mut added = Vec::new();
         for &(tid, pid) in moves {
             let key = match self.layout {
@@ -516,6 +521,7 @@ impl Placer {
             }
         }
         self.groups.insert(spec.name.clone());
+        self.lingering.remove(&spec.name);
         Ok(())
     }
 
@@ -694,8 +700,71 @@ impl Placer {
         Ok(())
     }
 
-    /// Removes an empty group (its members were moved or released first).
+    /// Removes a group (its members were moved or released first). Tasks
+    /// born inside it stay where they are and the group lingers until they
+    /// are gone: moving a running process to another cpuset changes its
+    /// affinity under it (lld crashed that way). The group's weight falls
+    /// to an ordinary one meanwhile.
     pub fn remove_group(&mut self, name: &str) -> Result<()> {
+        if self.born_inside(name) {
+            self.groups.remove(name);
+            self.attrs.remove(name);
+            self.lingering.insert(name.to_string());
+            let (file, value) = match &self.layout {
+                Layout::V1 { cpu, .. } => (
+                    cpu.join(&self.root_name).join(name).join("cpu.shares"),
+                    "1024",
+                ),
+                Layout::V2 { unified } => (
+                    unified.join(&self.root_name).join(name).join("cpu.weight"),
+                    "100",
+                ),
+            };
+            let _ = write_if_differs(&file, value);
+            return Ok(());
+        }
+        self.lingering.remove(name);
+        self.force_remove(name)
+    }
+
+    /// Whether group `name` holds a task corral did not place there.
+    fn born_inside(&self, name: &str) -> bool {
+        let dirs: Vec<PathBuf> = match &self.layout {
+            Layout::V1 { cpu, cpuset } => vec![
+                cpu.join(&self.root_name).join(name).join("tasks"),
+                cpuset.join(&self.root_name).join(name).join("tasks"),
+            ],
+            Layout::V2 { unified } => {
+                vec![unified
+                    .join(&self.root_name)
+                    .join(name)
+                    .join("cgroup.threads")]
+            }
+        };
+        dirs.iter().any(|f| {
+            std::fs::read_to_string(f).is_ok_and(|t| {
+                t.split_whitespace()
+                    .filter_map(|x| x.parse::<u32>().ok())
+                    .any(|tid| !self.placed.contains_key(&tid))
+            })
+        })
+    }
+
+    /// Removes the lingering groups that have emptied (and forgets those
+    /// a plan took up again).
+    pub fn tidy(&mut self) {
+        let names: Vec<String> = self.lingering.iter().cloned().collect();
+        for name in names {
+            if self.groups.contains(&name) {
+                self.lingering.remove(&name);
+            } else if !self.born_inside(&name) && self.force_remove(&name).is_ok() {
+                self.lingering.remove(&name);
+            }
+        }
+    }
+
+    /// Drains (whatever is inside goes home) and removes group `name`.
+    fn force_remove(&mut self, name: &str) -> Result<()> {
         for root in self.root_dirs() {
             self.drain_and_remove(&root.join(name))?;
         }
@@ -713,12 +782,13 @@ impl Placer {
                 first_error.get_or_insert(e);
             }
         }
-        let groups: Vec<String> = self.groups.iter().cloned().collect();
+        let groups: Vec<String> = self.groups.union(&self.lingering).cloned().collect();
         for g in groups {
-            if let Err(e) = self.remove_group(&g) {
+            if let Err(e) = self.force_remove(&g) {
                 first_error.get_or_insert(e);
             }
         }
+        self.lingering.clear();
         if self.created_root {
             for root in self.root_dirs() {
                 if let Err(e) = self.drain_and_remove(&root) {
@@ -1097,11 +1167,15 @@ mod tests {
         assert_eq!(read(&g.join("cgroup.threads")), "21");
         p.release(21).unwrap();
         assert_eq!(read(&unified.join("app.slice/cgroup.procs")), "20");
-        // Removing a threaded group drains it through cgroup.threads (the
-        // kernel refuses cgroup.procs there); a stand-in for its listing:
+        // A task corral did not put there (born inside) keeps the group:
+        // it lingers rather than move the task under it.
         std::fs::write(g.join("cgroup.threads"), "21\n").unwrap();
         std::fs::write(g.join("cgroup.procs"), "not readable on a threaded cgroup").unwrap();
-        let _ = p.remove_group("latency");
+        p.remove_group("latency").unwrap();
+        assert!(g.exists());
+        // Restoring drains a threaded group through cgroup.threads (the
+        // kernel refuses cgroup.procs there).
+        let _ = p.restore_all();
         assert_eq!(read(&unified.join("corral/cgroup.threads")), "21");
     }
 

@@ -48,8 +48,14 @@ const NLMSG_DONE: u16 = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskEvent {
     /// A new thread `tid` in process `pid` (a new process when equal),
-    /// made by `parent_pid`.
-    Fork { tid: u32, pid: u32, parent_pid: u32 },
+    /// made by `parent_pid`; for a new process `parent_tid` is the thread
+    /// that forked it (the kernel's `real_parent`).
+    Fork {
+        tid: u32,
+        pid: u32,
+        parent_pid: u32,
+        parent_tid: u32,
+    },
     /// Process `pid` ran a new program (its threads but `tid` are gone).
     Exec { tid: u32, pid: u32 },
     /// Thread `tid` of process `pid` exited.
@@ -220,12 +226,15 @@ pub fn parse_messages(mut b: &[u8], out: &mut Vec<TaskEvent>) {
             let data = ev + PROC_EVENT_HEAD;
             let field = |i: usize| u32_at(msg, data + 4 * i);
             let event = match u32_at(msg, ev) {
-                Some(PROC_EVENT_FORK) => match (field(1), field(2), field(3)) {
-                    (Some(parent_pid), Some(tid), Some(pid)) => Some(TaskEvent::Fork {
-                        tid,
-                        pid,
-                        parent_pid,
-                    }),
+                Some(PROC_EVENT_FORK) => match (field(0), field(1), field(2), field(3)) {
+                    (Some(parent_tid), Some(parent_pid), Some(tid), Some(pid)) => {
+                        Some(TaskEvent::Fork {
+                            tid,
+                            pid,
+                            parent_pid,
+                            parent_tid,
+                        })
+                    }
                     _ => None,
                 },
                 Some(PROC_EVENT_EXEC) => match (field(0), field(1)) {
@@ -285,7 +294,8 @@ mod tests {
                 TaskEvent::Fork {
                     tid: 12,
                     pid: 11,
-                    parent_pid: 10
+                    parent_pid: 10,
+                    parent_tid: 10
                 },
                 TaskEvent::Exec { tid: 11, pid: 11 },
                 TaskEvent::Exit { tid: 12, pid: 11 },

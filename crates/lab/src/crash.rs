@@ -189,11 +189,18 @@ pub fn run(
             break;
         }
         let log1 = dir.join(format!("{i}-killed.log"));
-        let d = DaemonProcess::start(exe, me, &socket, Some(100), None, &log1, o.stop)?;
         let span = o.max_kill_ms.saturating_sub(o.min_kill_ms).max(1);
         let wait = o.min_kill_ms + next(&mut seed) % span;
-        std::thread::sleep(Duration::from_millis(wait));
-        d.kill9();
+        match DaemonProcess::start(exe, me, &socket, Some(100), None, &log1, o.stop) {
+            Ok(d) => {
+                std::thread::sleep(Duration::from_millis(wait));
+                d.kill9();
+            }
+            Err(e) => {
+                r.failures += 1;
+                r.notes.push(format!("iteration {i}: start: {e}"));
+            }
+        }
         let log2 = dir.join(format!("{i}-restarted.log"));
         match DaemonProcess::start(exe, me, &socket, Some(100), None, &log2, o.stop) {
             Ok(d) => {

@@ -373,6 +373,18 @@ impl Placer {
                 }
             }
         }
+        // Temporary files of records whose writer was killed mid-write.
+        if let Some(path) = &self.state_file {
+            if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+                let prefix = format!("{}.", name.to_string_lossy());
+                for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    if n.starts_with(&prefix) && n.ends_with(".tmp") {
+                        let _ = std::fs::remove_file(e.path());
+                    }
+                }
+            }
+        }
         // Children first, then the roots.
         for root in self.root_dirs() {
             let Ok(entries) = std::fs::read_dir(&root) else {
@@ -888,10 +900,16 @@ impl Placer {
     /// new task there, and `rmdir` then fails with EBUSY. Under a fork
     /// storm each pass moves what was born since the last.
     fn drain_and_remove(&self, dir: &Path) -> Result<(usize, usize)> {
-        const PASSES: u32 = 200;
+        // Until the group is gone or this long has passed (a fork storm
+        // inside can keep it busy for a while: 200 passes, ~1 s, were not
+        // always enough beside `stress-ng --fork`).
+        const DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+        let t0 = std::time::Instant::now();
         let (mut moved, mut to_origin) = (0, 0);
         let mut last = None;
-        for pass in 0..PASSES {
+        let mut pass = 0u32;
+        while pass < 3 || t0.elapsed() < DEADLINE {
+            pass += 1;
             if !dir.is_dir() {
                 return Ok((moved, to_origin));
             }

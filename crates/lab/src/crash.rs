@@ -64,15 +64,6 @@ fn place(pid: u32) -> Option<Place> {
     Some((cg, allowed, a.sched_nice, a.sched_runtime))
 }
 
-/// SplitMix64: the kill moments, reproducible from the seed.
-fn next(seed: &mut u64) -> u64 {
-    *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *seed;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 pub fn run(
     exe: &Path,
     layout: &Layout,
@@ -80,8 +71,7 @@ pub fn run(
     mut progress: impl FnMut(&str),
 ) -> Result<Report, String> {
     let me = std::process::id();
-    let dir = std::env::temp_dir().join(format!("corral-lab-crash-{me}"));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = crate::groups::scratch_dir("crash")?;
     let mut groups = LabGroups::for_experiment(layout)?;
     let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
     let spawn = |groups: &mut LabGroups, args: &[&str]| -> Result<u32, String> {
@@ -179,7 +169,8 @@ pub fn run(
         Layout::V2 { unified } => vec![unified.join(&group)],
     };
     let socket = dir.join("corral.sock");
-    let mut seed = o.seed;
+    // The kill moments, reproducible from the seed.
+    let mut rng = corral_sim::engine::Rng::new(o.seed);
     let t0 = Instant::now();
     for i in 1..=o.iterations {
         if o.stop.load(Ordering::SeqCst) {
@@ -190,7 +181,7 @@ pub fn run(
         }
         let log1 = dir.join(format!("{i}-killed.log"));
         let span = o.max_kill_ms.saturating_sub(o.min_kill_ms).max(1);
-        let wait = o.min_kill_ms + next(&mut seed) % span;
+        let wait = o.min_kill_ms + rng.below(span);
         match DaemonProcess::start(exe, me, &socket, Some(100), None, &log1, o.stop) {
             Ok(d) => {
                 std::thread::sleep(Duration::from_millis(wait));

@@ -45,8 +45,7 @@ pub struct Report {
 
 pub fn run(exe: &Path, o: &Options, progress: impl Fn(&str)) -> Result<Report, String> {
     let me = std::process::id();
-    let dir = std::env::temp_dir().join(format!("corral-lab-flood-{me}"));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = crate::groups::scratch_dir("flood")?;
     let socket = dir.join("corral.sock");
     let daemon = DaemonProcess::start(
         exe,

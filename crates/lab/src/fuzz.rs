@@ -12,6 +12,7 @@
 //! [`HANG`]. proptest (a dev-dependency) shrinks failures in unit tests,
 //! but its runner is built for tests, not a million cases a second.
 
+use corral_sim::engine::Rng;
 use serde::Serialize;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -162,23 +163,9 @@ pub fn targets() -> Vec<Target> {
     ]
 }
 
-/// SplitMix64.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// Uniform in `0..n` (any n; 0 gives 0).
+fn below(rng: &mut Rng, n: usize) -> usize {
+    rng.below(n.max(1) as u64) as usize
 }
 
 const TOKENS: &[&[u8]] = &[
@@ -215,52 +202,52 @@ const TOKENS: &[&[u8]] = &[
 
 /// One input: a mutated seed, or random bytes.
 pub fn input(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
-    if rng.below(8) == 0 {
-        let n = rng.below(256);
-        return (0..n).map(|_| rng.next() as u8).collect();
+    if below(rng, 8) == 0 {
+        let n = below(rng, 256);
+        return (0..n).map(|_| rng.next_u64() as u8).collect();
     }
-    let mut v = seeds[rng.below(seeds.len())].clone();
-    for _ in 0..1 + rng.below(8) {
+    let mut v = seeds[below(rng, seeds.len())].clone();
+    for _ in 0..1 + below(rng, 8) {
         let len = v.len();
-        match rng.below(7) {
+        match below(rng, 7) {
             0 if len > 0 => {
-                let i = rng.below(len);
-                v[i] ^= 1 << rng.below(8);
+                let i = below(rng, len);
+                v[i] ^= 1 << below(rng, 8);
             }
             1 => {
-                let i = rng.below(len + 1);
-                v.insert(i, rng.next() as u8);
+                let i = below(rng, len + 1);
+                v.insert(i, rng.next_u64() as u8);
             }
             2 if len > 0 => {
-                let i = rng.below(len);
-                let n = 1 + rng.below((len - i).min(16));
+                let i = below(rng, len);
+                let n = 1 + below(rng, (len - i).min(16));
                 v.drain(i..i + n);
             }
             3 if len > 0 => {
-                let i = rng.below(len);
-                let n = 1 + rng.below((len - i).min(32));
+                let i = below(rng, len);
+                let n = 1 + below(rng, (len - i).min(32));
                 let run: Vec<u8> = v[i..i + n].to_vec();
-                let at = rng.below(len + 1);
+                let at = below(rng, len + 1);
                 v.splice(at..at, run);
             }
             4 => {
-                let t = TOKENS[rng.below(TOKENS.len())];
-                let at = rng.below(len + 1);
+                let t = TOKENS[below(rng, TOKENS.len())];
+                let at = below(rng, len + 1);
                 v.splice(at..at, t.iter().copied());
             }
             5 if len > 0 => {
                 // Replace a digit run's neighbourhood with a token.
-                let i = rng.below(len);
-                let t = TOKENS[rng.below(TOKENS.len())];
-                let end = (i + 1 + rng.below(4)).min(len);
+                let i = below(rng, len);
+                let t = TOKENS[below(rng, TOKENS.len())];
+                let end = (i + 1 + below(rng, 4)).min(len);
                 v.splice(i..end, t.iter().copied());
             }
             _ => {
-                let other = &seeds[rng.below(seeds.len())];
+                let other = &seeds[below(rng, seeds.len())];
                 if !other.is_empty() {
-                    let i = rng.below(other.len());
-                    let n = 1 + rng.below((other.len() - i).min(64));
-                    let at = rng.below(len + 1);
+                    let i = below(rng, other.len());
+                    let n = 1 + below(rng, (other.len() - i).min(64));
+                    let at = below(rng, len + 1);
                     v.splice(at..at, other[i..i + n].iter().copied());
                 }
             }

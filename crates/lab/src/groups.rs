@@ -235,6 +235,14 @@ fn with_path(e: std::io::Error, path: &Path) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
+/// An experiment's scratch directory, `$TMPDIR/corral-lab-<what>-<pid>`,
+/// created.
+pub fn scratch_dir(what: &str) -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("corral-lab-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
 /// Parses the JSON line a workload program printed last.
 pub fn parse_output<T: serde::de::DeserializeOwned>(out: &str) -> Result<T, String> {
     let line = out.lines().last().unwrap_or_default();

@@ -89,8 +89,7 @@ pub fn run(
         return Err("stress-ng is not installed (scripts/setup installs it)".into());
     }
     let me = std::process::id();
-    let dir = std::env::temp_dir().join(format!("corral-lab-soak-{me}"));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = crate::groups::scratch_dir("soak")?;
     let mut groups = LabGroups::for_experiment(layout)?;
     let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
     let socket = dir.join("corral.sock");

@@ -90,8 +90,7 @@ pub fn run(
         ..Default::default()
     };
     let me = std::process::id();
-    let dir = std::env::temp_dir().join(format!("corral-lab-starve-{me}"));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = crate::groups::scratch_dir("starve")?;
     for guard in [false, true] {
         if o.stop.load(Ordering::SeqCst) {
             break;

@@ -917,11 +917,7 @@ pub fn vm_guest(out: &std::path::Path) -> anyhow::Result<ExitCode> {
         report.checks.len(),
         report.seconds
     );
-    Ok(if report.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(report.passed))
 }
 
 pub fn flood(args: &crate::args::FloodArgs) -> anyhow::Result<ExitCode> {
@@ -964,11 +960,7 @@ pub fn flood(args: &crate::args::FloodArgs) -> anyhow::Result<ExitCode> {
             if r.goal_met { "met" } else { "not met" }
         );
     }
-    Ok(if r.goal_met {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(r.goal_met))
 }
 
 pub fn crash(paths: &HostPaths, args: &crate::args::CrashArgs) -> anyhow::Result<ExitCode> {
@@ -1005,11 +997,7 @@ pub fn crash(paths: &HostPaths, args: &crate::args::CrashArgs) -> anyhow::Result
             println!("note: {n}");
         }
     }
-    Ok(if clean {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(clean))
 }
 
 pub fn starve(paths: &HostPaths, args: &crate::args::StarveArgs) -> anyhow::Result<ExitCode> {
@@ -1074,11 +1062,7 @@ pub fn starve(paths: &HostPaths, args: &crate::args::StarveArgs) -> anyhow::Resu
         .iter()
         .filter(|v| v.guard)
         .all(|v| v.violations == 0);
-    Ok(if held {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(held))
 }
 
 pub fn soak(paths: &HostPaths, args: &crate::args::SoakArgs) -> anyhow::Result<ExitCode> {
@@ -1138,11 +1122,7 @@ pub fn soak(paths: &HostPaths, args: &crate::args::SoakArgs) -> anyhow::Result<E
             println!("{d}");
         }
     }
-    Ok(if r.goal_met {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(r.goal_met))
 }
 
 pub fn fuzz(args: &crate::args::FuzzArgs) -> anyhow::Result<ExitCode> {
@@ -1181,9 +1161,14 @@ pub fn fuzz(args: &crate::args::FuzzArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(if r.panics == 0 {
+    Ok(exit_code(r.panics == 0))
+}
+
+/// SUCCESS when a lab's goals held, FAILURE otherwise.
+fn exit_code(ok: bool) -> ExitCode {
+    if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }

@@ -581,10 +581,17 @@ impl Placer {
                         self.origins.remove(&pid);
                         return Err(e);
                     }
-                    if !write_task(&root.join("cgroup.procs"), &pid.to_string())? {
-                        self.origins.remove(&pid);
-                        return Ok(false);
-                    }
+                }
+                // The process enters corral's domain with its first managed
+                // thread. Not "when its origin is first recorded": `prepare`
+                // records origins before any move, and a thread cannot
+                // cross into another domain's threaded child (EOPNOTSUPP).
+                // Never again once a thread is placed: a `cgroup.procs`
+                // write would pull its placed threads back to the domain.
+                if !self.v2_members.contains_key(&pid)
+                    && !write_task(&root.join("cgroup.procs"), &pid.to_string())?
+                {
+                    return Ok(false);
                 }
                 if !write_task(&root.join(group).join("cgroup.threads"), &tid.to_string())? {
                     return Ok(false);
@@ -1180,6 +1187,8 @@ mod tests {
         assert_eq!(read(&g.join("cgroup.type")), "threaded");
         assert_eq!(read(&g.join("cpu.weight")), "1000");
         assert_eq!(read(&g.join("cpuset.cpus")), "0-1");
+        // As the daemon does: origins recorded for the batch first.
+        p.prepare(&[(21, 20)]).unwrap();
         assert!(p.move_thread(21, 20, "latency").unwrap());
         assert_eq!(read(&unified.join("corral/cgroup.procs")), "20");
         assert_eq!(read(&g.join("cgroup.threads")), "21");

@@ -63,6 +63,11 @@ fn born_in_dedicated(sample: &ThreadSample) -> bool {
 /// How long a thread that forked a process is not dedicated a core.
 const SPAWNER_HOLD_NS: u64 = 10_000_000_000;
 
+/// The starvation guard reads the state of placed threads that ran at
+/// most this long ago and are now below the floor (see
+/// [`Daemon::check_stalled`]); threads that sleep for longer cost nothing.
+const GUARD_WATCH_NS: u64 = 10_000_000_000;
+
 /// Everything the daemon knows of one thread.
 #[derive(Debug, Clone, Serialize)]
 struct Known {
@@ -124,6 +129,11 @@ pub struct Daemon<H: Host> {
     /// Threads the starvation guard took out of corral's groups: until
     /// when (host ns) and why.
     relieved: BTreeMap<u32, (u64, String)>,
+    /// Placed threads the guard saw runnable (state R): their CPU time
+    /// then, and when (host ns). See [`Daemon::check_stalled`].
+    stalled: BTreeMap<u32, (u64, u64)>,
+    /// When each placed thread was last seen to have run (host ns).
+    last_ran: BTreeMap<u32, u64>,
     /// Threads that forked a process, and when they last did: never
     /// dedicated for [`SPAWNER_HOLD_NS`] after.
     spawners: BTreeMap<u32, u64>,
@@ -223,6 +233,8 @@ impl<H: Host> Daemon<H> {
             stable: Plan::default(),
             pinned: CpuSet::new(),
             relieved: BTreeMap::new(),
+            stalled: BTreeMap::new(),
+            last_ran: BTreeMap::new(),
             spawners: BTreeMap::new(),
             young: BTreeMap::new(),
         })
@@ -379,23 +391,39 @@ impl<H: Host> Daemon<H> {
         Ok(&self.last)
     }
 
-    /// The starvation guard (issue 14). A placed thread that waited in a
-    /// run queue for at least `guard.min_wait` of the interval yet ran less
-    /// than `guard.floor` of a CPU (schedstat's run and run-queue delay)
-    /// is starved, and while it sits in corral's groups that is corral's
+    /// The starvation guard (issue 14). A placed thread that wants a CPU
+    /// yet ran less than `guard.floor` of one over the interval is
+    /// starved, and while it sits in corral's groups that is corral's
     /// doing: it goes back where it came from for `guard.hold_s` (the plan
-    /// releases it), and the log and `explain` say so.
+    /// releases it), and the log and `explain` say so. It wants a CPU when
     ///
-    /// starved ⇔ run / interval < floor ∧ run-queue wait / interval ≥ min_wait
+    /// - schedstat's run-queue delay covers at least `guard.min_wait` of
+    ///   the interval, or
+    /// - it was seen runnable twice, `guard.min_wait` of an interval
+    ///   apart, with the same CPU time ([`Daemon::check_stalled`]).
+    ///
+    /// The second is needed because the kernel adds a wait to
+    /// `sched_info.run_delay` only when the waiting task gets a CPU
+    /// (`sched_info_arrive`): a thread that gets none shows no wait at all
+    /// (`lab starve` saw 0 % of a CPU for 8 s with no wait in schedstat).
+    ///
+    /// starved ⇔ run / interval < floor ∧ (run-queue wait / interval ≥ min_wait
+    ///                                    ∨ runnable, not run, for ≥ min_wait × interval)
     ///
     /// XXX: the floor is checked over one interval (1 s by default), not a
     /// sliding second.
     fn guard_starvation(&mut self, report: &mut StepReport, now: u64) {
         self.relieved.retain(|_, (until, _)| *until > now);
-        let g = &self.config.guard;
+        let g = self.config.guard.clone();
         if !g.enabled {
+            self.stalled.clear();
+            self.last_ran.clear();
             return;
         }
+        let placements = &self.applied.placements;
+        self.last_ran.retain(|t, _| placements.contains_key(t));
+        self.stalled.retain(|t, _| placements.contains_key(t));
+        let mut watch = Vec::new();
         for (tid, k) in &self.known {
             let Some(s) = k.stats else { continue };
             let placed = self.applied.placements.get(tid);
@@ -404,9 +432,17 @@ impl<H: Host> Daemon<H> {
                 || self.relieved.contains_key(tid)
                 || s.interval_ns == 0
             {
+                self.stalled.remove(tid);
                 continue;
             }
-            if s.util < g.floor && s.wait_ratio >= g.min_wait {
+            if s.util > 0.0 {
+                self.last_ran.insert(*tid, now);
+            }
+            if s.util >= g.floor {
+                self.stalled.remove(tid);
+                continue;
+            }
+            if s.wait_ratio >= g.min_wait {
                 let group = placed.map_or("", |(_, g)| g.as_str());
                 let why = format!(
                     "starvation guard: thread {tid} ({}) ran {:.1} % of a CPU while waiting {:.0} % of {:.0} ms in group {group} (floor {:.0} %): put back where it came from for {} s",
@@ -420,6 +456,69 @@ impl<H: Host> Daemon<H> {
                 report.guard.push(why.clone());
                 self.relieved
                     .insert(*tid, (now + g.hold_s * 1_000_000_000, why));
+                self.stalled.remove(tid);
+            } else if self.stalled.contains_key(tid)
+                || self
+                    .last_ran
+                    .get(tid)
+                    .is_some_and(|&t| now.saturating_sub(t) < GUARD_WATCH_NS)
+            {
+                watch.push(*tid);
+            }
+        }
+        for tid in watch {
+            if let Some(why) = self.check_stalled(tid, now) {
+                report.guard.push(why);
+            }
+        }
+    }
+
+    /// Reads a placed thread's state. Seen runnable (R) with the CPU time
+    /// it had when last seen runnable, it waited in a run queue all the
+    /// time between — a task cannot block without running — and when that
+    /// is at least `guard.min_wait` of an interval it is relieved (the
+    /// reason is returned). Otherwise it is remembered when runnable and
+    /// forgotten when not.
+    fn check_stalled(&mut self, tid: u32, now: u64) -> Option<String> {
+        let progress = match self.host.thread_progress(tid) {
+            Ok(Some(p)) if !p.sleeping => p,
+            // Sleeping, gone, or unreadable: not waiting.
+            _ => {
+                self.stalled.remove(&tid);
+                return None;
+            }
+        };
+        let g = &self.config.guard;
+        let due = (g.min_wait * (self.config.daemon.interval_ms * 1_000_000) as f64) as u64;
+        match self.stalled.get(&tid).copied() {
+            Some((run_ns, seen)) if run_ns == progress.run_ns => {
+                let waited = now.saturating_sub(seen);
+                if waited < due.max(1) {
+                    return None;
+                }
+                self.stalled.remove(&tid);
+                let comm = self
+                    .known
+                    .get(&tid)
+                    .map_or_else(String::new, |k| k.sample.comm.to_string());
+                let group = self
+                    .applied
+                    .placements
+                    .get(&tid)
+                    .map_or("", |(_, g)| g.as_str());
+                let why = format!(
+                    "starvation guard: thread {tid} ({comm}) was runnable for {:.0} ms without running, in group {group} (floor {:.0} % of a CPU): put back where it came from for {} s",
+                    waited as f64 / 1e6,
+                    g.floor * 100.0,
+                    g.hold_s
+                );
+                self.relieved
+                    .insert(tid, (now + g.hold_s * 1_000_000_000, why.clone()));
+                Some(why)
+            }
+            _ => {
+                self.stalled.insert(tid, (progress.run_ns, now));
+                None
             }
         }
     }
@@ -466,6 +565,26 @@ impl<H: Host> Daemon<H> {
             self.plan_threads.retain(|t| t.tid != tid);
             replan |=
                 self.plan_threads.len() != before || self.applied.placements.contains_key(&tid);
+        }
+        // The starvation guard's suspects, confirmed between steps (half an
+        // interval after they were seen runnable, by default).
+        let mut guard = Vec::new();
+        if self.config.guard.enabled && !self.stalled.is_empty() {
+            let due = (self.config.guard.min_wait
+                * (self.config.daemon.interval_ms * 1_000_000) as f64) as u64;
+            let suspects: Vec<u32> = self
+                .stalled
+                .iter()
+                .filter(|(_, (_, seen))| now.saturating_sub(*seen) >= due)
+                .map(|(&tid, _)| tid)
+                .collect();
+            for tid in suspects {
+                if let Some(why) = self.check_stalled(tid, now) {
+                    self.plan_threads.retain(|t| t.tid != tid);
+                    guard.push(why);
+                    replan = true;
+                }
+            }
         }
         let young_ns = self.config.daemon.young_ms * 1_000_000;
         self.young
@@ -589,6 +708,7 @@ impl<H: Host> Daemon<H> {
         let mut report = StepReport {
             step: self.step,
             threads: self.known.len(),
+            guard,
             ..Default::default()
         };
         self.replan(&mut report);

@@ -418,3 +418,62 @@ fn re_boosting_cannot_hold_a_thread_up_past_the_limit() {
         "a second after it began, the boost is over"
     );
 }
+
+/// A placed thread that ran, then gets no CPU at all while runnable: the
+/// kernel adds a wait to schedstat only when the waiting task runs, so the
+/// guard must see it from the thread's state.
+fn starved_after_running() -> Daemon<MockHost> {
+    let mut d = daemon("0-1", vec![(1, 0.95, 1), (2, 0.20, 2)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    d.step().unwrap();
+    assert!(d.plan().group_of(2).is_some(), "placed");
+    // From now on thread 2 gets nothing, and schedstat shows no wait.
+    d.host_mut().threads[1].1 = 0.0;
+    let r = d.step().unwrap();
+    assert!(r.guard.is_empty(), "seen runnable once: a suspect only");
+    d
+}
+
+#[test]
+fn the_guard_relieves_a_thread_runnable_without_running_though_schedstat_shows_no_wait() {
+    let mut d = starved_after_running();
+    let r = d.step().unwrap();
+    assert_eq!(r.guard.len(), 1, "{:?}", r.guard);
+    assert!(
+        r.guard[0].contains("thread 2 (t2) was runnable for 1000 ms without running"),
+        "{}",
+        r.guard[0]
+    );
+    assert!(
+        d.plan().group_of(2).is_none(),
+        "put back where it came from"
+    );
+    assert!(d.explain(2).unwrap().why.contains("starvation guard"));
+}
+
+#[test]
+fn a_quick_step_confirms_the_guards_suspect_half_an_interval_later() {
+    let mut d = starved_after_running();
+    d.host_mut().now += 400_000_000;
+    assert!(d.quick_step().unwrap().is_none(), "0.4 s: not yet");
+    d.host_mut().now += 100_000_000;
+    let r = d.quick_step().unwrap().expect("relieved: a re-plan");
+    assert_eq!(r.guard.len(), 1, "{:?}", r.guard);
+    assert!(r.guard[0].contains("runnable for 500 ms"), "{}", r.guard[0]);
+    assert!(d.plan().group_of(2).is_none());
+}
+
+#[test]
+fn the_guard_leaves_a_thread_that_sleeps() {
+    let mut d = daemon("0-1", vec![(1, 0.95, 1), (2, 0.20, 2)]);
+    for _ in 0..3 {
+        d.step().unwrap();
+    }
+    d.host_mut().threads[1].1 = 0.0;
+    d.host_mut().sleeping.push(2);
+    for _ in 0..5 {
+        assert!(d.step().unwrap().guard.is_empty());
+    }
+    assert!(d.plan().group_of(2).is_some());
+}

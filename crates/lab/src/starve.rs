@@ -10,10 +10,14 @@
 //! guard, gets almost nothing although it waits all the time.
 //!
 //! Two variants, the guard off and on, each `corral run --scope-pid <this
-//! process>` with that configuration. Every workload thread's CPU time and
-//! run-queue wait are read from `/proc/PID/schedstat` every second; a
-//! second in which a thread waited at least half the time yet ran less
-//! than the floor (5 % of a CPU) is a violation. The first seconds, while
+//! process>` with that configuration. Every workload thread's CPU time,
+//! run-queue wait and state are read every 10 ms; a second in which a
+//! thread waited at least half the time yet ran less than the floor (5 %
+//! of a CPU) is a violation. Its wait in a second is the larger of
+//! schedstat's run-queue delay and the time it was seen runnable (R) at
+//! both ends of a 10 ms look with no CPU time between: the kernel adds a
+//! wait to schedstat only when the waiting task gets a CPU, so a thread
+//! that gets none shows no wait there at all. The first seconds, while
 //! the daemon places the threads and the guard sees one interval, are
 //! counted apart.
 
@@ -74,6 +78,15 @@ fn schedstat(pid: u32) -> Option<(u64, u64)> {
     let mut f = t.split_whitespace().map(|v| v.parse::<u64>().ok());
     Some((f.next()??, f.next()??))
 }
+
+/// Whether the thread is runnable or running (state R).
+fn runnable(pid: u32) -> Option<bool> {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    corral_linux::sampler::parse_stat(&t).map(|s| s.state == 'R')
+}
+
+/// How often the threads are looked at.
+const LOOK: Duration = Duration::from_millis(10);
 
 pub fn run(
     exe: &Path,
@@ -154,9 +167,31 @@ pub fn run(
             })
             .collect();
         let mut last: Vec<Option<(u64, u64)>> = names.iter().map(|(_, p)| schedstat(*p)).collect();
+        // Per thread: (CPU time, runnable) at the last look, and the time
+        // this second it was seen runnable without running, ns.
+        let mut looked: Vec<Option<(u64, bool)>> = vec![None; names.len()];
+        let mut stalled = vec![0u64; names.len()];
         let mut at = Instant::now();
         for s in 0..o.seconds {
-            std::thread::sleep(Duration::from_secs(1).saturating_sub(at.elapsed()));
+            let second = at + Duration::from_secs(1);
+            let mut look_at = Instant::now();
+            while Instant::now() < second && !o.stop.load(Ordering::SeqCst) {
+                std::thread::sleep(LOOK.min(second.saturating_duration_since(Instant::now())));
+                let now = Instant::now();
+                for (i, t) in threads.iter().enumerate() {
+                    let cur = match (schedstat(t.pid), runnable(t.pid)) {
+                        (Some((run, _)), Some(r)) => Some((run, r)),
+                        _ => None,
+                    };
+                    if let (Some((r0, true)), Some((r1, true))) = (looked[i], cur) {
+                        if r0 == r1 {
+                            stalled[i] += now.duration_since(look_at).as_nanos() as u64;
+                        }
+                    }
+                    looked[i] = cur;
+                }
+                look_at = now;
+            }
             if o.stop.load(Ordering::SeqCst) {
                 break;
             }
@@ -165,9 +200,10 @@ pub fn run(
             at = now;
             for (i, t) in threads.iter_mut().enumerate() {
                 let cur = schedstat(t.pid);
+                let seen = std::mem::take(&mut stalled[i]) as f64 / dt;
                 if let (Some((r0, w0)), Some((r1, w1))) = (last[i], cur) {
                     let run = r1.saturating_sub(r0) as f64 / dt;
-                    let wait = w1.saturating_sub(w0) as f64 / dt;
+                    let wait = (w1.saturating_sub(w0) as f64 / dt).max(seen);
                     t.run.push(run);
                     t.wait.push(wait);
                     if s >= o.settle_s && wait >= min_wait {

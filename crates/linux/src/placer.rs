@@ -774,9 +774,10 @@ impl Placer {
     pub fn tidy(&mut self) {
         let names: Vec<String> = self.lingering.iter().cloned().collect();
         for name in names {
-            if self.groups.contains(&name) {
-                self.lingering.remove(&name);
-            } else if !self.born_inside(&name) && self.force_remove(&name).is_ok() {
+            // Taken up again by a plan, or emptied and removed.
+            if self.groups.contains(&name)
+                || (!self.born_inside(&name) && self.force_remove(&name).is_ok())
+            {
                 self.lingering.remove(&name);
             }
         }

@@ -386,7 +386,7 @@ pub enum LabCommand {
     /// second against the floor (5 % of a CPU). Needs root.
     Starve(StarveArgs),
     /// Issue 14's churn soak: stress-ng --fork 1 --pthread 1 (and with
-    /// --clone-max a bounded clone storm) under the daemon for minutes; its RSS,
+    /// --clone-max a clone storm) under the daemon for minutes; its RSS,
     /// open files and CPU every 10 s, errors in its log, and whether
     /// SIGTERM leaves nothing. Needs root and stress-ng.
     Soak(SoakArgs),
@@ -479,8 +479,9 @@ pub struct SoakArgs {
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub interval: Option<u64>,
     /// Add a clone storm of at most N live clones (stress-ng --clone 1
-    /// --clone-max N); 0: none. Unbounded, it exhausts memory and PIDs on
-    /// a small machine.
+    /// --clone-max N); 0: none. N bounds live clones only: Debian 12's
+    /// stress-ng leaves finished clones unreaped (~170 zombies a second
+    /// here, without corral), so the tasks in scope grow until pid_max.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub clone_max: u32,
     /// Print JSON for programs instead of a summary.

@@ -1,5 +1,6 @@
 //! `corral lab soak`: issue 14's churn soak. `stress-ng --fork 1 --pthread
-//! 1`, and with `--clone-max N` a bounded clone storm, run for minutes
+//! 1`, and with `--clone-max N` a clone storm (N live clones at most; its
+//! finished clones stay zombies until stress-ng ends), run for minutes
 //! under `corral run --scope-pid <this process>` (its configured interval
 //! unless `--interval`); every 10 s the daemon's resident memory, open
 //! file descriptors and CPU time are read from /proc. At the end SIGTERM

@@ -34,6 +34,8 @@ pub struct LinuxHost {
     /// The process connector, once [`LinuxHost::listen_for_tasks`] opened it.
     connector: Option<Connector>,
     events: Vec<TaskEvent>,
+    /// The connector's events were taken in since the last full pass.
+    drained: bool,
 }
 
 impl LinuxHost {
@@ -62,6 +64,7 @@ impl LinuxHost {
             version_v1,
             connector: None,
             events: Vec::new(),
+            drained: false,
         })
     }
 
@@ -120,7 +123,16 @@ impl Host for LinuxHost {
 
     fn sample(&mut self) -> Result<Snapshot> {
         let now = self.now_ns();
-        self.sampler.sample(now)
+        // Every fork since the last pass reached the sampler (`adopt`)
+        // when the connector's events were taken in and none was lost.
+        let reported = self.drained && self.connector.as_ref().is_some_and(|c| !c.lost);
+        self.sampler.set_forks_reported(reported);
+        let snap = self.sampler.sample(now);
+        if let Some(c) = self.connector.as_mut() {
+            c.lost = false;
+        }
+        self.drained = false;
+        snap
     }
 
     fn task_events(&mut self) -> TaskEvents {
@@ -130,6 +142,7 @@ impl Host for LinuxHost {
         };
         self.events.clear();
         c.drain(&mut self.events);
+        self.drained = true;
         for e in &self.events {
             match *e {
                 TaskEvent::Fork {

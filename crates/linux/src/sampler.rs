@@ -12,7 +12,20 @@
 //!   had no context switch, migration or fork, so its previous values are
 //!   still exact;
 //! - with `--scope-pid`, a process's `children` are read only for threads
-//!   that ran (only a running thread can fork).
+//!   that ran (only a running thread can fork), and, while the process
+//!   connector reports every fork ([`Sampler::set_forks_reported`]), only
+//!   for processes a pass sees for the first time: the kernel writes the
+//!   file out whole each time, and a parent that leaves thousands of
+//!   children unreaped made it the largest cost of a pass;
+//! - a zombie process (its one task exited, state Z, not yet reaped by its
+//!   parent) is skipped whole and its handle closed: it can never run
+//!   again, and a parent that reaps late (Debian 12's stress-ng clone
+//!   stressor leaves ~170 a second unreaped here) would otherwise cost a
+//!   directory read and a `pread` each per pass, and a file each. A fork
+//!   event that names its number again takes it off the list at once; one
+//!   zombie in [`ZOMBIE_CHECK_EVERY`] is checked each pass (by PID) when
+//!   the connector may have missed a reuse, one in [`ZOMBIE_PRUNE_EVERY`]
+//!   otherwise (to forget the reaped).
 //!
 //! A thread or process that exits mid-read is dropped silently.
 
@@ -49,7 +62,17 @@ struct Entry {
     /// Its details (stat, status, sched, cgroup) were read; a thread first
     /// seen by a full pass has only its counters until the next pass.
     complete: bool,
+    /// Its state was Z (exited, not reaped) when its details were read.
+    zombie: bool,
 }
+
+/// Each pass checks the zombies whose PID is the pass number modulo this,
+/// and forgets those no longer in state Z, when forks may have gone
+/// unreported ([`Sampler::set_forks_reported`])…
+pub const ZOMBIE_CHECK_EVERY: u64 = 8;
+/// … and modulo this when every fork was reported (a reuse of a zombie's
+/// number reached [`Sampler::adopt`]; the check only forgets the reaped).
+pub const ZOMBIE_PRUNE_EVERY: u64 = 64;
 
 /// Reads the threads in scope; keeps per-thread file handles between reads.
 #[derive(Debug)]
@@ -75,6 +98,10 @@ pub struct Sampler {
     buf: Vec<u8>,
     /// Files opened and kept in the last pass (for the overhead report).
     pub open_files: usize,
+    /// Zombie processes: skipped by passes (see the module's notes).
+    zombies: HashSet<u32>,
+    /// Every fork since the last pass was reported through [`Sampler::adopt`].
+    forks_reported: bool,
 }
 
 impl Sampler {
@@ -104,6 +131,8 @@ impl Sampler {
             defer_new: false,
             buf: Vec::with_capacity(4096),
             open_files: 0,
+            zombies: HashSet::new(),
+            forks_reported: false,
         }
     }
 
@@ -157,6 +186,8 @@ impl Sampler {
     /// (a child inherits its parent's cgroup; a process found by a pid
     /// scope's walk stays in scope until it exits).
     pub fn adopt(&mut self, tid: u32, pid: u32, parent_pid: u32) -> bool {
+        // A zombie's number taken by a new task: it was reaped.
+        self.zombies.remove(&tid);
         if self.never.contains(&pid) || pid <= 2 {
             return false;
         }
@@ -223,9 +254,12 @@ impl Sampler {
         match self.scope.clone() {
             Scope::All => {
                 for pid in numeric_entries(&self.paths.procfs)? {
-                    if !self.never.contains(&pid) {
-                        for tid in self.tasks_of(pid) {
-                            self.read_into(pid, tid, &mut out, &mut read)?;
+                    if !self.never.contains(&pid) && !self.zombies.contains(&pid) {
+                        let tids = self.tasks_of(pid);
+                        if !self.found_zombie(pid, &tids) {
+                            for tid in tids {
+                                self.read_into(pid, tid, &mut out, &mut read)?;
+                            }
                         }
                     }
                 }
@@ -255,16 +289,22 @@ impl Sampler {
                         }
                         continue;
                     }
+                    if self.zombies.contains(&pid) {
+                        continue;
+                    }
                     let tids = self.tasks_of(pid);
                     if tids.is_empty() {
                         continue; // exited
+                    }
+                    if self.found_zombie(pid, &tids) {
+                        continue;
                     }
                     let new_process = self.scoped_pids.insert(pid, generation).is_none();
                     for tid in tids {
                         let ran = self.read_into(pid, tid, &mut out, &mut read)?;
                         // Only a thread that ran can have forked since the
-                        // last pass.
-                        if ran || new_process {
+                        // last pass, and the connector named its children.
+                        if new_process || (ran && !self.forks_reported) {
                             let path = self.task_dir(pid, tid).join("children");
                             if let Ok(Some(text)) = crate::fsutil::read_opt(&path) {
                                 queue.extend(
@@ -283,6 +323,9 @@ impl Sampler {
                     self.cgroup_tasks(&dir, &mut found)?;
                 }
                 for (tid, pid) in found {
+                    if tid == pid && self.zombies.contains(&pid) {
+                        continue;
+                    }
                     self.scoped_pids.insert(pid, generation);
                     self.read_into(pid, tid, &mut out, &mut read)?;
                 }
@@ -293,6 +336,7 @@ impl Sampler {
         for (tid, pid) in pinned {
             self.read_into(pid, tid, &mut out, &mut read)?;
         }
+        self.check_zombies(generation);
         self.threads.retain(|_, e| e.generation == generation);
         // A pinned thread that was not read this pass has exited: forget it,
         // or a reused PID/TID would bring an unrelated thread into scope.
@@ -334,6 +378,51 @@ impl Sampler {
             Err(e) if e.is_gone() => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether process `pid`, whose tasks are `tids`, is a zombie known
+    /// from an earlier pass (its one task's state was Z when last read):
+    /// then it joins [`Sampler::zombies`] and its handle is closed.
+    fn found_zombie(&mut self, pid: u32, tids: &[u32]) -> bool {
+        if tids != [pid] || !self.threads.get(&pid).is_some_and(|e| e.zombie) {
+            return false;
+        }
+        self.threads.remove(&pid);
+        self.scoped_pids.remove(&pid);
+        self.zombies.insert(pid);
+        true
+    }
+
+    /// Forgets the zombies of this pass's share (PID modulo
+    /// [`ZOMBIE_CHECK_EVERY`] or [`ZOMBIE_PRUNE_EVERY`]) that are no longer
+    /// zombies: reaped, or the number now names another process.
+    fn check_zombies(&mut self, generation: u64) {
+        let every = if self.forks_reported {
+            ZOMBIE_PRUNE_EVERY
+        } else {
+            ZOMBIE_CHECK_EVERY
+        };
+        let turn = generation % every;
+        let procfs = &self.paths.procfs;
+        self.zombies.retain(|&pid| {
+            u64::from(pid) % every != turn
+                || std::fs::read_to_string(procfs.join(pid.to_string()).join("stat"))
+                    .ok()
+                    .and_then(|t| parse_stat(&t))
+                    .is_some_and(|s| is_zombie(s.state))
+        });
+    }
+
+    /// Whether every fork since the last pass reached [`Sampler::adopt`]
+    /// (the process connector's events were taken in and none was lost):
+    /// then the next pass reads `children` only of processes new to it.
+    pub fn set_forks_reported(&mut self, yes: bool) {
+        self.forks_reported = yes;
+    }
+
+    /// Zombie processes passes skip now.
+    pub fn zombies(&self) -> usize {
+        self.zombies.len()
     }
 
     fn task_dir(&self, pid: u32, tid: u32) -> PathBuf {
@@ -409,11 +498,12 @@ impl Sampler {
                 return Ok(Some((s, false)));
             }
             let mut s = entry.sample.clone();
-            if !read_details(&dir, &mut s, &mut self.buf)? {
+            let Some(state) = read_details(&dir, &mut s, &mut self.buf)? else {
                 return Ok(None);
-            }
+            };
             let entry = self.threads.get_mut(&tid).expect("entry present");
             entry.sample = s.clone();
+            entry.zombie = is_zombie(state);
             return Ok(Some((s, true)));
         }
         // A new thread, or one a full pass saw once before.
@@ -428,6 +518,7 @@ impl Sampler {
             sample: sample.clone(),
             generation,
             complete: true,
+            zombie: false,
         };
         let Some((run, wait, slices)) = read_schedstat(&dir, &mut entry, &mut self.buf)? else {
             return Ok(None);
@@ -446,9 +537,10 @@ impl Sampler {
             self.threads.insert(tid, entry);
             return Ok(None);
         }
-        if !read_details(&dir, &mut sample, &mut self.buf)? {
+        let Some(state) = read_details(&dir, &mut sample, &mut self.buf)? else {
             return Ok(None);
-        }
+        };
+        entry.zombie = is_zombie(state);
         sample.cgroup = read_cpu_cgroup(&dir);
         if let Some(allowed) = read_cpus_allowed(&dir)? {
             sample.affinity_narrowed = !self.online.is_subset(&allowed);
@@ -516,10 +608,16 @@ pub fn parse_schedstat(bytes: &[u8]) -> Option<(u64, u64, u64)> {
     Some((it.next()??, it.next()??, it.next()??))
 }
 
-/// Reads `stat`, `status` and `sched` into `s`; false when the thread is gone.
-fn read_details(dir: &Path, s: &mut ThreadSample, buf: &mut Vec<u8>) -> Result<bool> {
+/// Z: exited, waiting for its parent to reap it; X: being reaped.
+fn is_zombie(state: char) -> bool {
+    matches!(state, 'Z' | 'X')
+}
+
+/// Reads `stat`, `status` and `sched` into `s`; returns the thread's state
+/// (`stat` field 3), `None` when the thread is gone.
+fn read_details(dir: &Path, s: &mut ThreadSample, buf: &mut Vec<u8>) -> Result<Option<char>> {
     let Some(stat) = read_small(&dir.join("stat"), buf)? else {
-        return Ok(false);
+        return Ok(None);
     };
     let Some(parsed) = parse_stat(&stat) else {
         return Err(Error::parse(
@@ -535,8 +633,9 @@ fn read_details(dir: &Path, s: &mut ThreadSample, buf: &mut Vec<u8>) -> Result<b
     s.policy = Policy::from_raw(parsed.policy);
     s.nice = parsed.nice;
     s.kernel_thread = parsed.flags & PF_KTHREAD != 0;
+    let state = parsed.state;
     let Some(status) = read_small(&dir.join("status"), buf)? else {
-        return Ok(false);
+        return Ok(None);
     };
     for line in status.lines() {
         let value = |prefix: &str| line.strip_prefix(prefix).map(str::trim);
@@ -565,7 +664,7 @@ fn read_details(dir: &Path, s: &mut ThreadSample, buf: &mut Vec<u8>) -> Result<b
             }
         }
     }
-    Ok(true)
+    Ok(Some(state))
 }
 
 /// A small procfs file as text; `None` when the thread is gone.
@@ -727,6 +826,110 @@ mod tests {
         assert!(!by(4244).affinity_narrowed);
         assert_eq!(by(4244).allowed, None);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_zombie_process_is_skipped_until_its_number_names_a_live_task() {
+        let dir =
+            std::env::temp_dir().join(format!("corral-sampler-zombie-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let host = crate::fake::FakeHost::new(&dir);
+        host.cpus("0-1", "0-1", "0-1");
+        let stat = |pid: u32, state: char| {
+            format!("{pid} (t) {state} 4242 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+        };
+        let task = |pid: u32, state: char, slices: u32| {
+            let t = format!("proc/{pid}/task/{pid}");
+            host.write(&format!("proc/{pid}/stat"), &stat(pid, state))
+                .write(&format!("{t}/stat"), &stat(pid, state))
+                .write(&format!("{t}/schedstat"), &format!("1000 0 {slices}\n"))
+                .write(&format!("{t}/status"), "Name:\tt\nUid:\t0\t0\t0\t0\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n")
+                .write(&format!("{t}/cgroup"), "0::/\n");
+        };
+        task(4242, 'S', 1);
+        host.write("proc/4242/task/4242/children", "4300 ");
+        // Exited, not reaped by its parent.
+        task(4300, 'Z', 3);
+        let mut sampler = Sampler::new(
+            host.paths(),
+            Scope::Pids(vec![4242]),
+            "0-1".parse().unwrap(),
+            "corral",
+        );
+        let tids = |snap: &Snapshot| snap.threads.iter().map(|t| t.tid).collect::<Vec<_>>();
+        assert_eq!(tids(&sampler.sample(0).unwrap()), [4242, 4300]);
+        // Known to be a zombie: skipped, its file closed.
+        assert_eq!(tids(&sampler.sample(1).unwrap()), [4242]);
+        assert_eq!(sampler.zombies(), 1);
+        assert_eq!(sampler.open_files, 1);
+        // Reaped, and the number taken by a new process the connector
+        // missed: this pass's check (PID modulo 8) finds it no zombie, and
+        // the parent's next fork list brings it back.
+        task(4300, 'R', 9);
+        task(4242, 'S', 2);
+        for g in 2..2 + ZOMBIE_CHECK_EVERY {
+            sampler.sample(g).unwrap();
+        }
+        assert_eq!(sampler.zombies(), 0);
+        task(4242, 'S', 3);
+        // A process a full pass finds is read whole at its second pass.
+        sampler.sample(20).unwrap();
+        assert_eq!(tids(&sampler.sample(21).unwrap()), [4242, 4300]);
+        // A fork event naming a zombie's number takes it off at once.
+        task(4300, 'Z', 10);
+        sampler.sample(22).unwrap();
+        sampler.sample(23).unwrap();
+        assert_eq!(sampler.zombies(), 1);
+        sampler.adopt(4300, 4300, 4242);
+        assert_eq!(sampler.zombies(), 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn children_are_read_only_when_the_connector_did_not_report_every_fork() {
+        let dir = std::env::temp_dir().join(format!("corral-sampler-forks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let host = crate::fake::FakeHost::new(&dir);
+        host.cpus("0-1", "0-1", "0-1");
+        let task = |pid: u32, slices: u32| {
+            let t = format!("proc/{pid}/task/{pid}");
+            let stat = format!("{pid} (t) S 4242 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+            host.write(&format!("proc/{pid}/stat"), &stat)
+                .write(&format!("{t}/stat"), &stat)
+                .write(&format!("{t}/schedstat"), &format!("1000 0 {slices}\n"))
+                .write(&format!("{t}/status"), "Name:\tt\nUid:\t0\t0\t0\t0\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n")
+                .write(&format!("{t}/cgroup"), "0::/\n");
+        };
+        task(4242, 1);
+        let mut sampler = Sampler::new(
+            host.paths(),
+            Scope::Pids(vec![4242]),
+            "0-1".parse().unwrap(),
+            "corral",
+        );
+        let tids = |snap: &Snapshot| snap.threads.iter().map(|t| t.tid).collect::<Vec<_>>();
+        assert_eq!(tids(&sampler.sample(0).unwrap()), [4242]);
+        // The parent ran and forked 4300; the connector reported every fork
+        // but this one did not reach the sampler: the pass does not look.
+        task(4300, 1);
+        host.write("proc/4242/task/4242/children", "4300 ");
+        task(4242, 2);
+        sampler.set_forks_reported(true);
+        assert_eq!(tids(&sampler.sample(1).unwrap()), [4242]);
+        // Events were lost: the pass reads the parent's children (the
+        // parent ran again), and finds 4300 (whole at its second pass).
+        task(4242, 3);
+        sampler.set_forks_reported(false);
+        sampler.sample(2).unwrap();
+        assert_eq!(tids(&sampler.sample(3).unwrap()), [4242, 4300]);
+        // A fork the connector reported is found without the file.
+        task(4301, 1);
+        task(4242, 4);
+        sampler.set_forks_reported(true);
+        assert!(sampler.adopt(4301, 4301, 4242));
+        sampler.sample(4).unwrap();
+        assert_eq!(tids(&sampler.sample(5).unwrap()), [4242, 4300, 4301]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -828,6 +828,21 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A one-thread process (child of 4242) in a fake procfs: its state
+    /// and its timeslice count (a change means it ran).
+    fn fake_task(host: &crate::fake::FakeHost, pid: u32, state: char, slices: u32) {
+        let t = format!("proc/{pid}/task/{pid}");
+        let stat = format!("{pid} (t) {state} 4242 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+        host.write(&format!("proc/{pid}/stat"), &stat)
+            .write(&format!("{t}/stat"), &stat)
+            .write(&format!("{t}/schedstat"), &format!("1000 0 {slices}\n"))
+            .write(
+                &format!("{t}/status"),
+                "Name:\tt\nUid:\t0\t0\t0\t0\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n",
+            )
+            .write(&format!("{t}/cgroup"), "0::/\n");
+    }
+
     #[test]
     fn a_zombie_process_is_skipped_until_its_number_names_a_live_task() {
         let dir =
@@ -835,17 +850,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let host = crate::fake::FakeHost::new(&dir);
         host.cpus("0-1", "0-1", "0-1");
-        let stat = |pid: u32, state: char| {
-            format!("{pid} (t) {state} 4242 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
-        };
-        let task = |pid: u32, state: char, slices: u32| {
-            let t = format!("proc/{pid}/task/{pid}");
-            host.write(&format!("proc/{pid}/stat"), &stat(pid, state))
-                .write(&format!("{t}/stat"), &stat(pid, state))
-                .write(&format!("{t}/schedstat"), &format!("1000 0 {slices}\n"))
-                .write(&format!("{t}/status"), "Name:\tt\nUid:\t0\t0\t0\t0\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n")
-                .write(&format!("{t}/cgroup"), "0::/\n");
-        };
+        let task = |pid: u32, state: char, slices: u32| fake_task(&host, pid, state, slices);
         task(4242, 'S', 1);
         host.write("proc/4242/task/4242/children", "4300 ");
         // Exited, not reaped by its parent.
@@ -891,15 +896,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let host = crate::fake::FakeHost::new(&dir);
         host.cpus("0-1", "0-1", "0-1");
-        let task = |pid: u32, slices: u32| {
-            let t = format!("proc/{pid}/task/{pid}");
-            let stat = format!("{pid} (t) S 4242 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-            host.write(&format!("proc/{pid}/stat"), &stat)
-                .write(&format!("{t}/stat"), &stat)
-                .write(&format!("{t}/schedstat"), &format!("1000 0 {slices}\n"))
-                .write(&format!("{t}/status"), "Name:\tt\nUid:\t0\t0\t0\t0\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n")
-                .write(&format!("{t}/cgroup"), "0::/\n");
-        };
+        let task = |pid: u32, slices: u32| fake_task(&host, pid, 'S', slices);
         task(4242, 1);
         let mut sampler = Sampler::new(
             host.paths(),

@@ -886,9 +886,15 @@ impl<H: Host> Daemon<H> {
                 "rate limit: at most {rate} boosts per second per user"
             ));
         }
-        if !self.known.contains_key(&tid) {
-            // A thread newer than the last sample: sample now rather than
-            // refuse (a framework boosts a fresh thread on its first event).
+        // A thread newer than the last sample: sample now rather than
+        // refuse (a framework boosts a fresh thread on its first event).
+        // Twice if need be: a full pass reads a thread it sees for the
+        // first time only in part (under a fork storm most such threads
+        // are gone by the next pass), and leaves it out until its second.
+        for _ in 0..2 {
+            if self.known.contains_key(&tid) {
+                break;
+            }
             self.step().map_err(|e| format!("cannot sample: {e}"))?;
         }
         let k = self

@@ -33,6 +33,9 @@ struct MockHost {
     restored: bool,
     fail_moves_of: Option<u32>,
     sleeping: Vec<u32>,
+    /// Threads the next sample leaves out once, as the live sampler does
+    /// with a thread a full pass sees for the first time.
+    deferred: Vec<u32>,
 }
 
 impl MockHost {
@@ -46,6 +49,7 @@ impl MockHost {
             restored: false,
             fail_moves_of: None,
             sleeping: vec![],
+            deferred: vec![],
         }
     }
 }
@@ -71,6 +75,10 @@ impl Host for MockHost {
         self.now += 1_000_000_000;
         let mut threads = vec![];
         for &(tid, util, wakeups) in &self.threads {
+            if let Some(i) = self.deferred.iter().position(|&t| t == tid) {
+                self.deferred.remove(i);
+                continue;
+            }
             let c = self.cum.entry(tid).or_default();
             c.0 += (util * 1e9) as u64;
             c.1 += wakeups;
@@ -476,4 +484,17 @@ fn the_guard_leaves_a_thread_that_sleeps() {
         assert!(d.step().unwrap().guard.is_empty());
     }
     assert!(d.plan().group_of(2).is_some());
+}
+
+#[test]
+fn a_boost_of_a_thread_born_since_the_last_step_samples_until_it_is_read_whole() {
+    let mut d = daemon("0-1", vec![(1, 0.95, 1)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    // A handler thread born just now: the first full pass that sees it
+    // reads it only in part and leaves it out.
+    d.host_mut().threads.push((5, 0.05, 5));
+    d.host_mut().deferred.push(5);
+    let r = d.boost(5, Some(200), root()).expect("boosted, not refused");
+    assert!(!r.extended);
 }

@@ -34,8 +34,11 @@ pub struct LinuxHost {
     /// The process connector, once [`LinuxHost::listen_for_tasks`] opened it.
     connector: Option<Connector>,
     events: Vec<TaskEvent>,
-    /// The connector's events were taken in since the last full pass.
-    drained: bool,
+    /// Events a full pass took in that the daemon has not taken yet.
+    pending: TaskEvents,
+    /// Whether the daemon takes task events (it runs quick steps); if
+    /// not, a pass uses the events and drops them.
+    consumer: bool,
 }
 
 impl LinuxHost {
@@ -64,8 +67,47 @@ impl LinuxHost {
             version_v1,
             connector: None,
             events: Vec::new(),
-            drained: false,
+            pending: TaskEvents::default(),
+            consumer: false,
         })
+    }
+
+    /// Takes in the process connector's events: threads born in scope are
+    /// adopted by the sampler, and the events kept for the daemon's next
+    /// [`Host::task_events`].
+    fn take_in_events(&mut self) {
+        let Some(c) = self.connector.as_mut() else {
+            return;
+        };
+        self.events.clear();
+        c.drain(&mut self.events);
+        for e in &self.events {
+            match *e {
+                TaskEvent::Fork {
+                    tid,
+                    pid,
+                    parent_pid,
+                    parent_tid,
+                } => {
+                    if self.sampler.adopt(tid, pid, parent_pid) {
+                        self.pending.born.push((tid, pid));
+                        if tid == pid {
+                            self.pending.spawners.push(parent_tid);
+                        }
+                    }
+                }
+                // A new program is a new thread to classify.
+                TaskEvent::Exec { tid, pid } => {
+                    if self.sampler.adopt(tid, pid, pid) {
+                        self.pending.born.push((tid, pid));
+                    }
+                }
+                TaskEvent::Exit { tid, .. } => self.pending.exited.push(tid),
+            }
+        }
+        if !self.consumer {
+            self.pending = TaskEvents::default();
+        }
     }
 
     /// Subscribes to the kernel's process connector, so that new threads
@@ -123,51 +165,22 @@ impl Host for LinuxHost {
 
     fn sample(&mut self) -> Result<Snapshot> {
         let now = self.now_ns();
-        // Every fork since the last pass reached the sampler (`adopt`)
-        // when the connector's events were taken in and none was lost.
-        let reported = self.drained && self.connector.as_ref().is_some_and(|c| !c.lost);
+        // Every fork until now reaches the sampler (`adopt`) first, so the
+        // pass need not read `children` files, unless events were lost.
+        self.take_in_events();
+        let reported = self.connector.as_ref().is_some_and(|c| !c.lost);
         self.sampler.set_forks_reported(reported);
         let snap = self.sampler.sample(now);
         if let Some(c) = self.connector.as_mut() {
             c.lost = false;
         }
-        self.drained = false;
         snap
     }
 
     fn task_events(&mut self) -> TaskEvents {
-        let mut out = TaskEvents::default();
-        let Some(c) = self.connector.as_mut() else {
-            return out;
-        };
-        self.events.clear();
-        c.drain(&mut self.events);
-        self.drained = true;
-        for e in &self.events {
-            match *e {
-                TaskEvent::Fork {
-                    tid,
-                    pid,
-                    parent_pid,
-                    parent_tid,
-                } => {
-                    if self.sampler.adopt(tid, pid, parent_pid) {
-                        out.born.push((tid, pid));
-                        if tid == pid {
-                            out.spawners.push(parent_tid);
-                        }
-                    }
-                }
-                // A new program is a new thread to classify.
-                TaskEvent::Exec { tid, pid } => {
-                    if self.sampler.adopt(tid, pid, pid) {
-                        out.born.push((tid, pid));
-                    }
-                }
-                TaskEvent::Exit { tid, .. } => out.exited.push(tid),
-            }
-        }
-        out
+        self.consumer = true;
+        self.take_in_events();
+        std::mem::take(&mut self.pending)
     }
 
     fn sample_threads(&mut self, which: &[(u32, u32)]) -> Result<Snapshot> {

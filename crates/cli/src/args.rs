@@ -479,9 +479,10 @@ pub struct SoakArgs {
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub interval: Option<u64>,
     /// Add a clone storm of at most N live clones (stress-ng --clone 1
-    /// --clone-max N); 0: none. N bounds live clones only: Debian 12's
-    /// stress-ng leaves finished clones unreaped (~170 zombies a second
-    /// here, without corral), so the tasks in scope grow until pid_max.
+    /// --clone-max N) in 20 s rounds; 0: none. Each round is a new
+    /// stress-ng: Debian 12's leaves finished clones unreaped until it
+    /// ends (~170 zombies a second here), which in one run would fill
+    /// pid_max.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub clone_max: u32,
     /// Print JSON for programs instead of a summary.

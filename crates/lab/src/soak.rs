@@ -1,6 +1,7 @@
 //! `corral lab soak`: issue 14's churn soak. `stress-ng --fork 1 --pthread
-//! 1`, and with `--clone-max N` a clone storm (N live clones at most; its
-//! finished clones stay zombies until stress-ng ends), run for minutes
+//! 1`, and with `--clone-max N` a clone storm (`stress-ng --clone 1
+//! --clone-max N`, N live clones at most) in rounds of [`CLONE_ROUND`],
+//! run for minutes
 //! under `corral run --scope-pid <this process>` (its configured interval
 //! unless `--interval`); every 10 s the daemon's resident memory, open
 //! file descriptors and CPU time are read from /proc. At the end SIGTERM
@@ -20,6 +21,23 @@ use std::time::{Duration, Instant};
 pub const EVERY: Duration = Duration::from_secs(10);
 /// The daemon's budget, share of one CPU (issue 14).
 pub const GOAL_CPU: f64 = 0.05;
+/// The clone storm runs in rounds this long, each a new stress-ng: its
+/// clone stressor reaps finished clones only when it ends (~170 zombies a
+/// second here, without corral), and in one run they would fill this
+/// machine's `pid_max` (32 768) in about three minutes.
+pub const CLONE_ROUND: Duration = Duration::from_secs(20);
+
+/// Starts one round of the clone storm in `group`; returns its PID.
+fn start_storm(groups: &mut LabGroups, group: &Path, clone_max: u32) -> Result<u32, String> {
+    let mut c = Command::new("stress-ng");
+    c.args(["--clone", "1", "--clone-max", &clone_max.to_string()])
+        .args(["--timeout", &format!("{}s", CLONE_ROUND.as_secs())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    groups
+        .start(group, c)
+        .map_err(|e| format!("cannot start stress-ng --clone: {e}"))
+}
 
 pub struct Options<'a> {
     pub seconds: u64,
@@ -97,24 +115,22 @@ pub fn run(
     let log = dir.join("daemon.log");
     let daemon = DaemonProcess::start(exe, me, &socket, o.interval_ms, None, &log, o.stop)?;
     let pid = daemon.pid().unwrap_or_default();
-    let mut args: Vec<String> = ["--fork", "1", "--pthread", "1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    if o.clone_max > 0 {
-        args.extend([
-            "--clone".into(),
-            "1".into(),
-            "--clone-max".into(),
-            o.clone_max.to_string(),
-        ]);
-    }
-    let workload = format!("stress-ng {}", args.join(" "));
+    let args = ["--fork", "1", "--pthread", "1"];
+    let mut workload = format!("stress-ng {}", args.join(" "));
     let mut c = Command::new("stress-ng");
-    c.args(&args).args(["--timeout", "0"]).stderr(Stdio::null());
+    c.args(args).args(["--timeout", "0"]).stderr(Stdio::null());
     groups
         .start(&work, c)
         .map_err(|e| format!("cannot start stress-ng: {e}"))?;
+    let mut storm = None;
+    if o.clone_max > 0 {
+        storm = Some(start_storm(&mut groups, &work, o.clone_max)?);
+        workload += &format!(
+            " and stress-ng --clone 1 --clone-max {} in {} s rounds",
+            o.clone_max,
+            CLONE_ROUND.as_secs()
+        );
+    }
     progress(&format!(
         "corral run (PID {pid}, interval {}) beside {workload} for {} s",
         o.interval_ms
@@ -139,6 +155,12 @@ pub fn run(
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));
+            // The next round as soon as one ends.
+            if let Some(p) = storm {
+                if !matches!(groups.try_wait(p), Ok(None)) {
+                    storm = Some(start_storm(&mut groups, &work, o.clone_max)?);
+                }
+            }
         }
         if o.stop.load(Ordering::SeqCst) {
             break;

@@ -30,6 +30,14 @@ pub trait Host {
     /// Reads every thread in scope.
     fn sample(&mut self) -> Result<Snapshot, Self::Error>;
 
+    /// Reads every thread in scope, each whole, those it has never seen
+    /// included: for a request that names a thread born since the last
+    /// pass. (A host may leave a thread out of [`Host::sample`] until its
+    /// second pass, as the live one does under fork storms.)
+    fn sample_whole(&mut self) -> Result<Snapshot, Self::Error> {
+        self.sample()
+    }
+
     /// What happened to threads since the last call (the kernel's process
     /// connector on the live host): threads born in scope and threads that
     /// exited. A host without such events returns nothing, and new threads

@@ -273,6 +273,12 @@ impl<H: Host> Daemon<H> {
 
     /// One interval: sample → classify → plan → diff → apply.
     pub fn step(&mut self) -> Result<&StepReport, H::Error> {
+        self.step_sampling(false)
+    }
+
+    /// A step; `whole`: its sample reads threads the host has never seen
+    /// whole ([`Host::sample_whole`]), for a request naming a new thread.
+    fn step_sampling(&mut self, whole: bool) -> Result<&StepReport, H::Error> {
         let started = self.host.now_ns();
         self.step += 1;
         let mut report = StepReport {
@@ -287,7 +293,11 @@ impl<H: Host> Daemon<H> {
             report.hotplug = Some((before, self.topology.online.clone()));
         }
 
-        let snapshot = self.host.sample()?;
+        let snapshot = if whole {
+            self.host.sample_whole()?
+        } else {
+            self.host.sample()?
+        };
         report.threads = snapshot.threads.len();
         // Threads seen for the first time are young: quick steps watch them
         // (the host's task events usually named them already). Not at the
@@ -453,24 +463,39 @@ impl<H: Host> Daemon<H> {
                     g.floor * 100.0,
                     g.hold_s
                 );
-                report.guard.push(why.clone());
-                self.relieved
-                    .insert(*tid, (now + g.hold_s * 1_000_000_000, why));
-                self.stalled.remove(tid);
+                watch.push((*tid, Some(why)));
             } else if self.stalled.contains_key(tid)
                 || self
                     .last_ran
                     .get(tid)
                     .is_some_and(|&t| now.saturating_sub(t) < GUARD_WATCH_NS)
             {
-                watch.push(*tid);
+                watch.push((*tid, None));
             }
         }
-        for tid in watch {
-            if let Some(why) = self.check_stalled(tid, now) {
-                report.guard.push(why);
-            }
+        for (tid, starved) in watch {
+            let why = match starved {
+                Some(why) => {
+                    self.relieve(tid, why.clone(), now);
+                    Some(why)
+                }
+                None => self.check_stalled(tid, now),
+            };
+            report.guard.extend(why);
         }
+    }
+
+    /// Takes a starved thread out of corral's groups for `guard.hold_s`.
+    fn relieve(&mut self, tid: u32, why: String, now: u64) {
+        self.stalled.remove(&tid);
+        let until = now + self.config.guard.hold_s * 1_000_000_000;
+        self.relieved.insert(tid, (until, why));
+    }
+
+    /// How long the guard watches a runnable thread that does not run
+    /// before it is starved: `guard.min_wait` of an interval.
+    fn stall_due_ns(&self) -> u64 {
+        (self.config.guard.min_wait * (self.config.daemon.interval_ms * 1_000_000) as f64) as u64
     }
 
     /// Reads a placed thread's state. Seen runnable (R) with the CPU time
@@ -488,15 +513,13 @@ impl<H: Host> Daemon<H> {
                 return None;
             }
         };
-        let g = &self.config.guard;
-        let due = (g.min_wait * (self.config.daemon.interval_ms * 1_000_000) as f64) as u64;
         match self.stalled.get(&tid).copied() {
             Some((run_ns, seen)) if run_ns == progress.run_ns => {
                 let waited = now.saturating_sub(seen);
-                if waited < due.max(1) {
+                if waited < self.stall_due_ns().max(1) {
                     return None;
                 }
-                self.stalled.remove(&tid);
+                let g = &self.config.guard;
                 let comm = self
                     .known
                     .get(&tid)
@@ -512,8 +535,7 @@ impl<H: Host> Daemon<H> {
                     g.floor * 100.0,
                     g.hold_s
                 );
-                self.relieved
-                    .insert(tid, (now + g.hold_s * 1_000_000_000, why.clone()));
+                self.relieve(tid, why.clone(), now);
                 Some(why)
             }
             _ => {
@@ -570,8 +592,7 @@ impl<H: Host> Daemon<H> {
         // interval after they were seen runnable, by default).
         let mut guard = Vec::new();
         if self.config.guard.enabled && !self.stalled.is_empty() {
-            let due = (self.config.guard.min_wait
-                * (self.config.daemon.interval_ms * 1_000_000) as f64) as u64;
+            let due = self.stall_due_ns();
             let suspects: Vec<u32> = self
                 .stalled
                 .iter()
@@ -886,16 +907,13 @@ impl<H: Host> Daemon<H> {
                 "rate limit: at most {rate} boosts per second per user"
             ));
         }
-        // A thread newer than the last sample: sample now rather than
-        // refuse (a framework boosts a fresh thread on its first event).
-        // Twice if need be: a full pass reads a thread it sees for the
-        // first time only in part (under a fork storm most such threads
-        // are gone by the next pass), and leaves it out until its second.
-        for _ in 0..2 {
-            if self.known.contains_key(&tid) {
-                break;
-            }
-            self.step().map_err(|e| format!("cannot sample: {e}"))?;
+        if !self.known.contains_key(&tid) {
+            // A thread newer than the last sample: sample now rather than
+            // refuse (a framework boosts a fresh thread on its first
+            // event), reading new threads whole (a plain pass leaves a
+            // thread it sees first out until its second).
+            self.step_sampling(true)
+                .map_err(|e| format!("cannot sample: {e}"))?;
         }
         let k = self
             .known

@@ -33,8 +33,8 @@ struct MockHost {
     restored: bool,
     fail_moves_of: Option<u32>,
     sleeping: Vec<u32>,
-    /// Threads the next sample leaves out once, as the live sampler does
-    /// with a thread a full pass sees for the first time.
+    /// Threads the next `sample` (not `sample_whole`) leaves out once, as
+    /// the live sampler does with a thread a full pass sees first.
     deferred: Vec<u32>,
 }
 
@@ -51,6 +51,38 @@ impl MockHost {
             sleeping: vec![],
             deferred: vec![],
         }
+    }
+
+    /// One sample, 1 s after the last; `defer`: threads in `deferred` are
+    /// left out once.
+    fn pass(&mut self, defer: bool) -> Result<Snapshot, MockError> {
+        self.now += 1_000_000_000;
+        let mut threads = vec![];
+        for &(tid, util, wakeups) in &self.threads {
+            if let Some(i) = self.deferred.iter().position(|&t| t == tid) {
+                if defer {
+                    self.deferred.remove(i);
+                    continue;
+                }
+            }
+            let c = self.cum.entry(tid).or_default();
+            c.0 += (util * 1e9) as u64;
+            c.1 += wakeups;
+            threads.push(ThreadSample {
+                comm: format!("t{tid}").into(),
+                run_ns: c.0,
+                timeslices: c.1,
+                voluntary_switches: c.1,
+                // Every thread last ran on CPU 3.
+                cpu: 3,
+                cgroup: Some("/".into()),
+                ..ThreadSample::new(tid, 100)
+            });
+        }
+        Ok(Snapshot {
+            at_ns: self.now,
+            threads,
+        })
     }
 }
 
@@ -72,31 +104,10 @@ impl Host for MockHost {
         Ok(self.online.clone())
     }
     fn sample(&mut self) -> Result<Snapshot, MockError> {
-        self.now += 1_000_000_000;
-        let mut threads = vec![];
-        for &(tid, util, wakeups) in &self.threads {
-            if let Some(i) = self.deferred.iter().position(|&t| t == tid) {
-                self.deferred.remove(i);
-                continue;
-            }
-            let c = self.cum.entry(tid).or_default();
-            c.0 += (util * 1e9) as u64;
-            c.1 += wakeups;
-            threads.push(ThreadSample {
-                comm: format!("t{tid}").into(),
-                run_ns: c.0,
-                timeslices: c.1,
-                voluntary_switches: c.1,
-                // Every thread last ran on CPU 3.
-                cpu: 3,
-                cgroup: Some("/".into()),
-                ..ThreadSample::new(tid, 100)
-            });
-        }
-        Ok(Snapshot {
-            at_ns: self.now,
-            threads,
-        })
+        self.pass(true)
+    }
+    fn sample_whole(&mut self) -> Result<Snapshot, MockError> {
+        self.pass(false)
     }
     fn apply(&mut self, change: &Change) -> Result<(), MockError> {
         if let Change::Move { tid, .. } = change {

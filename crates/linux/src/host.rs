@@ -110,6 +110,26 @@ impl LinuxHost {
         }
     }
 
+    /// A full pass of the sampler (`whole`: threads it has never seen are
+    /// read whole at once).
+    fn pass(&mut self, whole: bool) -> Result<Snapshot> {
+        let now = self.now_ns();
+        // Every fork until now reaches the sampler (`adopt`) first, so the
+        // pass need not read `children` files, unless events were lost.
+        self.take_in_events();
+        let reported = self.connector.as_ref().is_some_and(|c| !c.lost);
+        self.sampler.set_forks_reported(reported);
+        let snap = if whole {
+            self.sampler.sample_whole(now)
+        } else {
+            self.sampler.sample(now)
+        };
+        if let Some(c) = self.connector.as_mut() {
+            c.lost = false;
+        }
+        snap
+    }
+
     /// Subscribes to the kernel's process connector, so that new threads
     /// are sampled from birth and placed threads that exit leave the plan
     /// at once ([`Host::task_events`]). Needs CAP_NET_ADMIN.
@@ -164,17 +184,11 @@ impl Host for LinuxHost {
     }
 
     fn sample(&mut self) -> Result<Snapshot> {
-        let now = self.now_ns();
-        // Every fork until now reaches the sampler (`adopt`) first, so the
-        // pass need not read `children` files, unless events were lost.
-        self.take_in_events();
-        let reported = self.connector.as_ref().is_some_and(|c| !c.lost);
-        self.sampler.set_forks_reported(reported);
-        let snap = self.sampler.sample(now);
-        if let Some(c) = self.connector.as_mut() {
-            c.lost = false;
-        }
-        snap
+        self.pass(false)
+    }
+
+    fn sample_whole(&mut self) -> Result<Snapshot> {
+        self.pass(true)
     }
 
     fn task_events(&mut self) -> TaskEvents {

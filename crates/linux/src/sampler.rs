@@ -246,6 +246,12 @@ impl Sampler {
         snap
     }
 
+    /// Reads every thread in scope, a thread seen for the first time whole
+    /// too (see [`Host::sample_whole`](corral_core::host::Host::sample_whole)).
+    pub fn sample_whole(&mut self, now_ns: u64) -> Result<Snapshot> {
+        self.full_pass(now_ns)
+    }
+
     fn full_pass(&mut self, now_ns: u64) -> Result<Snapshot> {
         self.generation += 1;
         let generation = self.generation;
@@ -843,25 +849,36 @@ mod tests {
             .write(&format!("{t}/cgroup"), "0::/\n");
     }
 
-    #[test]
-    fn a_zombie_process_is_skipped_until_its_number_names_a_live_task() {
+    /// A fake tree (CPUs 0-1) in a fresh temporary directory named after
+    /// `what`, holding process 4242, and a sampler scoped to 4242 and its
+    /// descendants.
+    fn scoped_to_4242(what: &str) -> (PathBuf, crate::fake::FakeHost, Sampler) {
         let dir =
-            std::env::temp_dir().join(format!("corral-sampler-zombie-{}", std::process::id()));
+            std::env::temp_dir().join(format!("corral-sampler-{what}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let host = crate::fake::FakeHost::new(&dir);
         host.cpus("0-1", "0-1", "0-1");
-        let task = |pid: u32, state: char, slices: u32| fake_task(&host, pid, state, slices);
-        task(4242, 'S', 1);
-        host.write("proc/4242/task/4242/children", "4300 ");
-        // Exited, not reaped by its parent.
-        task(4300, 'Z', 3);
-        let mut sampler = Sampler::new(
+        fake_task(&host, 4242, 'S', 1);
+        let sampler = Sampler::new(
             host.paths(),
             Scope::Pids(vec![4242]),
             "0-1".parse().unwrap(),
             "corral",
         );
-        let tids = |snap: &Snapshot| snap.threads.iter().map(|t| t.tid).collect::<Vec<_>>();
+        (dir, host, sampler)
+    }
+
+    fn tids(snap: &Snapshot) -> Vec<u32> {
+        snap.threads.iter().map(|t| t.tid).collect()
+    }
+
+    #[test]
+    fn a_zombie_process_is_skipped_until_its_number_names_a_live_task() {
+        let (dir, host, mut sampler) = scoped_to_4242("zombie");
+        let task = |pid: u32, state: char, slices: u32| fake_task(&host, pid, state, slices);
+        host.write("proc/4242/task/4242/children", "4300 ");
+        // Exited, not reaped by its parent.
+        task(4300, 'Z', 3);
         assert_eq!(tids(&sampler.sample(0).unwrap()), [4242, 4300]);
         // Known to be a zombie: skipped, its file closed.
         assert_eq!(tids(&sampler.sample(1).unwrap()), [4242]);
@@ -892,19 +909,8 @@ mod tests {
 
     #[test]
     fn children_are_read_only_when_the_connector_did_not_report_every_fork() {
-        let dir = std::env::temp_dir().join(format!("corral-sampler-forks-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let host = crate::fake::FakeHost::new(&dir);
-        host.cpus("0-1", "0-1", "0-1");
+        let (dir, host, mut sampler) = scoped_to_4242("forks");
         let task = |pid: u32, slices: u32| fake_task(&host, pid, 'S', slices);
-        task(4242, 1);
-        let mut sampler = Sampler::new(
-            host.paths(),
-            Scope::Pids(vec![4242]),
-            "0-1".parse().unwrap(),
-            "corral",
-        );
-        let tids = |snap: &Snapshot| snap.threads.iter().map(|t| t.tid).collect::<Vec<_>>();
         assert_eq!(tids(&sampler.sample(0).unwrap()), [4242]);
         // The parent ran and forked 4300; the connector reported every fork
         // but this one did not reach the sampler: the pass does not look.

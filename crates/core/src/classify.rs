@@ -181,6 +181,10 @@ impl State {
     }
 }
 
+/// Fast samples a young thread needs before its wake-ups can be called
+/// regular (and so latency-critical).
+pub const YOUNG_SAMPLES: usize = 3;
+
 /// Classifies threads interval by interval; keeps per-thread state.
 #[derive(Debug)]
 pub struct Classifier {
@@ -285,12 +289,17 @@ impl Classifier {
     }
 
     /// A young thread's verdict from its first `window` (from its first
-    /// read to now, at least `young_min_ms`) and the wake-up rates of the
-    /// fast samples within it, as (wake-ups/s, seconds) pairs; `None` while
-    /// it looks light (the intervals decide later).
+    /// read to now) and the wake-up rates of the fast samples within it,
+    /// as (wake-ups/s, seconds) pairs; `None` while it looks light (the
+    /// intervals decide later).
     ///
     /// Heavy and medium by the window's utilisation (it lifts the peak as
-    /// an interval would). Latency-critical by the interval rules applied
+    /// an interval would), and only once `full` (the window reached
+    /// `young_min_ms`): a CPU-bound thread's share over a shorter window
+    /// says more about which run queue it landed on than about what it
+    /// wants (three stress-ng workers on 2 CPUs read 1.0, 0.5, 0.5 over
+    /// 120 ms, and one got a dedicated CPU the others then lacked: 1.06 x
+    /// the kernel's time in `lab real`). Latency-critical by the interval rules applied
     /// to the window, with regularity judged on the fast samples (at least
     /// three): a periodic thread of rate r wakes r × d times in a sample of
     /// d seconds, rounded either way, so each sample's count must be within
@@ -303,13 +312,16 @@ impl Classifier {
         tid: u32,
         window: &ThreadStats,
         rates: &[(f64, f64)],
+        full: bool,
     ) -> Option<Verdict> {
         let cfg = self.cfg.clone();
         let lc = &cfg.latency_critical;
         let mut st = self.states.remove(&tid).unwrap_or_else(State::new);
-        st.peak = st.peak.max(window.util);
-        st.intensity = self.intensity(st.intensity, st.peak);
-        let regular = rates.len() >= 3 && {
+        if full {
+            st.peak = st.peak.max(window.util);
+            st.intensity = self.intensity(st.intensity, st.peak);
+        }
+        let regular = rates.len() >= YOUNG_SAMPLES && {
             let woke: f64 = rates.iter().map(|(r, d)| r * d).sum();
             let secs: f64 = rates.iter().map(|(_, d)| d).sum();
             let rate = woke / secs;
@@ -521,21 +533,37 @@ mod tests {
         };
         let periodic = [(100.0, 0.05), (120.0, 0.05), (80.0, 0.05)];
         assert_eq!(
-            c.young(1, &window, &periodic).map(|v| v.class),
+            c.young(1, &window, &periodic, false).map(|v| v.class),
             Some(Class::LatencyCritical)
         );
         // The same wake-ups in bursts: 0, 12, 3 per sample.
         let bursty = [(0.0, 0.05), (240.0, 0.05), (60.0, 0.05)];
-        assert_eq!(c.young(2, &window, &bursty).map(|v| v.class), None);
+        assert_eq!(c.young(2, &window, &bursty, true).map(|v| v.class), None);
         // Two samples are too few to call anything regular.
-        assert_eq!(c.young(3, &window, &periodic[..2]).map(|v| v.class), None);
+        assert_eq!(
+            c.young(3, &window, &periodic[..2], true).map(|v| v.class),
+            None
+        );
         // Under one wake-up expected per sample: rounding is all there is.
         let slow = ThreadStats {
             run_per_wakeup_ns: 1e6,
             ..stats(0.01, 12.0)
         };
         let sparse = [(20.0, 0.05), (0.0, 0.05), (20.0, 0.05)];
-        assert_eq!(c.young(4, &slow, &sparse).map(|v| v.class), None);
+        assert_eq!(c.young(4, &slow, &sparse, true).map(|v| v.class), None);
+    }
+
+    #[test]
+    fn a_young_thread_gets_an_intensity_only_from_a_full_window() {
+        let mut c = Classifier::new(ClassifyConfig::default());
+        let hog = stats(1.0, 1.0);
+        let samples = [(1.0, 0.04); 3];
+        assert_eq!(c.young(1, &hog, &samples, false).map(|v| v.class), None);
+        assert_eq!(c.hold(1).peak, 0.0, "a short window lifts no peak");
+        assert_eq!(
+            c.young(1, &hog, &samples, true).map(|v| v.class),
+            Some(Class::Heavy)
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
             interval_ms: 1000,
-            fast_interval_ms: 50,
+            fast_interval_ms: 40,
             young_ms: 2000,
             young_max: 16,
             cgroup: CgroupChoice::Auto,
@@ -95,7 +95,7 @@ impl Default for ClassifyConfig {
             medium: 0.30,
             hysteresis: 0.05,
             peak_half_life_s: 10.0,
-            young_min_ms: 150,
+            young_min_ms: 200,
             latency_critical: LatencyConfig::default(),
         }
     }

@@ -478,6 +478,7 @@ pub fn plan_around(
         cfg.medium_min_cpu,
         rest.len(),
         cfg.shared_shares,
+        shared.len() as u32,
     );
     add(
         MEDIUM,

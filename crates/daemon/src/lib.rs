@@ -20,10 +20,10 @@ pub mod api;
 pub mod server;
 
 use api::{BoostReply, Explain, GroupStatus, Status, ThreadStatus};
-use corral_core::classify::{eligibility, Class, Classifier, Reason, Unmanaged};
+use corral_core::classify::{eligibility, Class, Classifier, Reason, Unmanaged, YOUNG_SAMPLES};
 use corral_core::config::Config;
 use corral_core::host::{Host, HostError};
-use corral_core::plan::{self, Boost, Change, Plan, PlanThread};
+use corral_core::plan::{self, Boost, Change, Plan, PlanThread, LATENCY, SHARED};
 use corral_core::sample::{ThreadSample, ThreadStats, Tracker};
 use corral_core::share::effective_share;
 use corral_core::{CpuSet, Topology};
@@ -49,15 +49,19 @@ pub struct StepReport {
     pub duration_ns: u64,
 }
 
-/// Whether a thread sits in one of corral's dedicated groups (by its
-/// cgroup path when first read): born there, when corral did not put it.
+/// The corral group a thread sits in (by its cgroup path when first
+/// read): the one it was born in, when corral did not put it there.
+fn born_in(sample: &ThreadSample) -> Option<&str> {
+    let c = sample.cgroup.as_deref()?;
+    if !c.starts_with("/corral") {
+        return None;
+    }
+    c.rsplit('/').next()
+}
+
+/// Whether a thread was born in one of corral's dedicated groups.
 fn born_in_dedicated(sample: &ThreadSample) -> bool {
-    sample.cgroup.as_deref().is_some_and(|c| {
-        c.starts_with("/corral")
-            && c.rsplit('/')
-                .next()
-                .is_some_and(|n| n.starts_with("dedicated-cpu"))
-    })
+    born_in(sample).is_some_and(|n| n.starts_with("dedicated-cpu"))
 }
 
 /// How long a thread that forked a process is not dedicated a core.
@@ -615,6 +619,7 @@ impl<H: Host> Daemon<H> {
             let snap = self.host.sample_threads(&which)?;
             let at = snap.at_ns;
             let min_ns = self.config.classify.young_min_ms * 1_000_000;
+            let slack_ns = self.fast_interval_ns().unwrap_or(0) / 10;
             let read: HashSet<u32> = snap.threads.iter().map(|t| t.tid).collect();
             // Gone, or not in scope after all.
             self.young.retain(|tid, _| read.contains(tid));
@@ -630,12 +635,33 @@ impl<H: Host> Daemon<H> {
                     // the program's. It goes to the shared group at once,
                     // before it is classified; left there, a multi-threaded
                     // compiler ran on one CPU (`lab real`).
-                    let in_dedicated = born_in_dedicated(&sample);
-                    // Threads only: a new process is left where it was born
-                    // (see `plan::Unplanned::spawners`), its affinity the
-                    // same from start to end.
-                    if in_dedicated
-                        && tid != sample.pid
+                    //
+                    // So does one born inside the latency group (a codegen
+                    // worker of a compiler thread that woke like a latency-
+                    // critical one): it inherited a weight ten times the
+                    // others' and a short slice, and ran 4 ms at a time
+                    // ahead of everyone on the latency group's CPU
+                    // (cyclictest's worst wait beside a build: 8.4 ms,
+                    // traced).
+                    //
+                    // Threads only, but for a process born in the latency
+                    // group when that group and the shared one have the
+                    // same CPUs: a new process is otherwise left where it
+                    // was born (see `plan::Unplanned::spawners`), its
+                    // affinity the same from start to end.
+                    let group = born_in(&sample);
+                    let same_cpus = |a: &str, b: &str| {
+                        let g = &self.applied.groups;
+                        g.get(a)
+                            .zip(g.get(b))
+                            .is_some_and(|(a, b)| a.cpus == b.cpus)
+                    };
+                    let leave = match group {
+                        Some(LATENCY) => tid == sample.pid && !same_cpus(LATENCY, SHARED),
+                        Some(n) if n.starts_with("dedicated-cpu") => tid == sample.pid,
+                        _ => true,
+                    };
+                    if !leave
                         && !self.applied.placements.contains_key(&tid)
                         && self.plan_threads.iter().all(|t| t.tid != tid)
                     {
@@ -671,7 +697,15 @@ impl<H: Host> Daemon<H> {
                     continue;
                 };
                 y.runnable = window.util + window.wait_ratio;
-                if window.interval_ns < min_ns {
+                // Latency-critical can be told from three fast samples,
+                // heavy and medium only from `young_min_ms` (see
+                // `Classifier::young`). Quick steps run on a timer, so a
+                // window ends a little either side of `young_min_ms`; one a
+                // hair short waited a whole further sample (lab reaction:
+                // 205 ms when the window reached it, 253-265 when it did
+                // not). Within a tenth of a fast interval counts.
+                let full = window.interval_ns + slack_ns >= min_ns;
+                if !full && y.rates.len() < YOUNG_SAMPLES {
                     continue;
                 }
                 let forced = match eligibility(&self.config.rules, &sample) {
@@ -687,7 +721,7 @@ impl<H: Host> Daemon<H> {
                     continue;
                 }
                 let rates = std::mem::take(&mut y.rates);
-                let verdict = self.classifier.young(tid, &window, &rates);
+                let verdict = self.classifier.young(tid, &window, &rates, full);
                 if let Some(y) = self.young.get_mut(&tid) {
                     y.rates = rates;
                 }

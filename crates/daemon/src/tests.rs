@@ -2,7 +2,7 @@
 //! failures and restore.
 
 use super::*;
-use corral_core::host::ThreadProgress;
+use corral_core::host::{TaskEvents, ThreadProgress};
 use corral_core::plan::GroupKind;
 use corral_core::sample::Snapshot;
 use corral_core::share::Level;
@@ -36,6 +36,12 @@ struct MockHost {
     /// Threads the next `sample` (not `sample_whole`) leaves out once, as
     /// the live sampler does with a thread a full pass sees first.
     deferred: Vec<u32>,
+    /// Time between two samples (1 s unless a test says otherwise).
+    tick_ns: u64,
+    /// Threads born since the last `task_events`.
+    born: Vec<(u32, u32)>,
+    /// Cgroup paths other than "/".
+    cgroups: BTreeMap<u32, String>,
 }
 
 impl MockHost {
@@ -50,13 +56,16 @@ impl MockHost {
             fail_moves_of: None,
             sleeping: vec![],
             deferred: vec![],
+            tick_ns: 1_000_000_000,
+            born: vec![],
+            cgroups: BTreeMap::new(),
         }
     }
 
-    /// One sample, 1 s after the last; `defer`: threads in `deferred` are
-    /// left out once.
+    /// One sample, `tick_ns` after the last; `defer`: threads in
+    /// `deferred` are left out once.
     fn pass(&mut self, defer: bool) -> Result<Snapshot, MockError> {
-        self.now += 1_000_000_000;
+        self.now += self.tick_ns;
         let mut threads = vec![];
         for &(tid, util, wakeups) in &self.threads {
             if let Some(i) = self.deferred.iter().position(|&t| t == tid) {
@@ -66,7 +75,7 @@ impl MockHost {
                 }
             }
             let c = self.cum.entry(tid).or_default();
-            c.0 += (util * 1e9) as u64;
+            c.0 += (util * self.tick_ns as f64) as u64;
             c.1 += wakeups;
             threads.push(ThreadSample {
                 comm: format!("t{tid}").into(),
@@ -75,7 +84,7 @@ impl MockHost {
                 voluntary_switches: c.1,
                 // Every thread last ran on CPU 3.
                 cpu: 3,
-                cgroup: Some("/".into()),
+                cgroup: Some(self.cgroups.get(&tid).map_or("/", |c| c).into()),
                 ..ThreadSample::new(tid, 100)
             });
         }
@@ -108,6 +117,12 @@ impl Host for MockHost {
     }
     fn sample_whole(&mut self) -> Result<Snapshot, MockError> {
         self.pass(false)
+    }
+    fn task_events(&mut self) -> TaskEvents {
+        TaskEvents {
+            born: std::mem::take(&mut self.born),
+            ..Default::default()
+        }
     }
     fn apply(&mut self, change: &Change) -> Result<(), MockError> {
         if let Change::Move { tid, .. } = change {
@@ -508,4 +523,52 @@ fn a_boost_of_a_thread_born_since_the_last_step_samples_until_it_is_read_whole()
     d.host_mut().deferred.push(5);
     let r = d.boost(5, Some(200), root()).expect("boosted, not refused");
     assert!(!r.extended);
+}
+
+#[test]
+fn a_young_thread_is_latency_critical_after_three_fast_samples_and_heavy_after_young_min() {
+    // A hog, then a 10 ms / 1 ms thread and a second hog born between
+    // steps. Quick steps run on a timer: here each lands 39.9 ms after
+    // the last, so five fast samples make a 199.5 ms window, a hair short
+    // of young_min_ms (200).
+    let mut d = daemon("0-3", vec![(1, 0.95, 1)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    let fast = d.fast_interval_ns().unwrap();
+    assert_eq!((fast, d.config.classify.young_min_ms), (40_000_000, 200));
+    let h = d.host_mut();
+    h.tick_ns = fast - 100_000;
+    h.threads.extend([(2, 0.10, 4), (3, 1.0, 0)]);
+    h.born.extend([(2, 100), (3, 100)]);
+    d.quick_step().unwrap(); // their first reads
+    for _ in 0..2 {
+        d.quick_step().unwrap();
+        assert_eq!(d.class_of(2), None, "too early");
+    }
+    d.quick_step().unwrap();
+    assert_eq!(d.class_of(2), Some(Class::LatencyCritical));
+    assert_eq!(d.class_of(3), None, "119.7 ms tell no intensity");
+    d.quick_step().unwrap();
+    assert_eq!(d.class_of(3), None);
+    d.quick_step().unwrap();
+    assert_eq!(d.class_of(3), Some(Class::Heavy));
+}
+
+#[test]
+fn a_thread_born_in_the_latency_group_goes_to_the_shared_one_at_its_first_read() {
+    // A codegen worker of a thread corral had found latency-critical
+    // inherits the latency group (cgroup membership is inherited).
+    let mut d = daemon("0-3", vec![(1, 0.95, 1)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    let h = d.host_mut();
+    h.tick_ns = 40_000_000;
+    h.threads.push((5, 1.0, 0));
+    h.cgroups.insert(5, "/corral/latency".into());
+    h.born.push((5, 100));
+    d.quick_step().unwrap();
+    assert_eq!(
+        d.plan().group_of(5).map(|g| g.kind),
+        Some(GroupKind::Shared)
+    );
 }

@@ -22,6 +22,7 @@ mod error;
 pub mod fake;
 mod fsutil;
 pub mod host;
+pub mod notify;
 pub mod paths;
 pub mod placer;
 pub mod procevents;

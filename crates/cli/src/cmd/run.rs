@@ -112,6 +112,18 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let interval = Duration::from_millis(config.daemon.interval_ms);
+    // Started by systemd as a Type=notify service: READY=1 after the first
+    // step, WATCHDOG=1 from every step.
+    let notifier = corral_linux::notify::Notifier::from_env()
+        .context("cannot open $NOTIFY_SOCKET (systemd's notification socket)")?;
+    if let Some(w) = notifier.as_ref().and_then(|n| n.watchdog()) {
+        anyhow::ensure!(
+            interval * 2 <= w,
+            "the service's WatchdogSec= ({} s) must be at least twice the interval ({} ms): a step comes every interval",
+            w.as_secs_f64(),
+            interval.as_millis()
+        );
+    }
     let socket_path = config.daemon.socket.clone();
     let mut daemon = Daemon::new(host, config).context("cannot read the topology")?;
 
@@ -179,11 +191,30 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         daemon.step().context("first sample")?;
         std::thread::sleep(interval);
     }
+    let mut ready = false;
     let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         server::run(&mut daemon, &mut inbox, interval, args.once, |report, d| {
-            log_step(report, d, dry_run)
+            log_step(report, d, dry_run);
+            if let Some(n) = &notifier {
+                let state = if ready {
+                    "WATCHDOG=1".to_string()
+                } else {
+                    ready = true;
+                    format!(
+                        "READY=1\nSTATUS=managing {} threads every {} ms",
+                        report.threads,
+                        interval.as_millis()
+                    )
+                };
+                if let Err(e) = n.send(&state) {
+                    eprintln!("corral: warning: cannot notify systemd: {e}");
+                }
+            }
         })
     }));
+    if let Some(n) = &notifier {
+        let _ = n.send("STOPPING=1\nSTATUS=putting every thread back");
+    }
     let restored = daemon.shutdown();
     let ended = match ended {
         Ok(ended) => ended.context("the control loop failed")?,

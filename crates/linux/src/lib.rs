@@ -31,6 +31,7 @@ pub mod sampler;
 pub mod sched;
 pub mod state;
 pub mod sysfs;
+pub mod system;
 
 pub use error::{Error, Result};
 pub use paths::HostPaths;

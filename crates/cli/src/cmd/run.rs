@@ -57,6 +57,30 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             bail!("{why}");
         }
     }
+    // On a systemd host's v2 tree, corral's v2 groups would take services'
+    // processes out of their units (ARCHITECTURE.md, "On a systemd
+    // host"): refused until corral works through systemd's levers.
+    if matches!(layout, Layout::V2 { .. })
+        && corral_linux::system::systemd_booted(std::path::Path::new("/run"))
+    {
+        let why = "systemd runs this host and owns its cgroup v2 tree: corral's groups at the \
+                   top of the tree would take services' processes out of their units \
+                   (`systemctl stop` would no longer reach them, nor their limits apply). \
+                   corral does not yet place threads through systemd (per-thread levers and \
+                   its D-Bus API); see ARCHITECTURE.md, \"On a systemd host\"";
+        if args.dry_run {
+            eprintln!("corral: warning: {why} (dry run: nothing is written)");
+        } else {
+            bail!("{why}");
+        }
+    }
+    if let Some(scx) = corral_linux::system::sched_ext_scheduler(&paths.sysfs) {
+        eprintln!(
+            "corral: warning: the sched_ext scheduler {scx:?} is loaded: it, not the fair class, \
+             decides who runs, and it ignores cgroup weights, nice values and EEVDF slices; \
+             corral's placements keep only their CPU sets"
+        );
+    }
     let cpu_mount = match &layout {
         Layout::V1 { cpu, .. } => cpu.clone(),
         Layout::V2 { unified } => unified.clone(),

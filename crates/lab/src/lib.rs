@@ -41,4 +41,5 @@ pub mod soak;
 pub mod starve;
 pub mod validate;
 pub mod vmguest;
+pub mod vmsystemd;
 pub mod work;

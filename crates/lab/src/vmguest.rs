@@ -47,6 +47,8 @@ pub struct Check {
 #[derive(Debug, Clone, Serialize)]
 pub struct GuestReport {
     pub kernel: String,
+    /// PID 1: "systemd" or "busybox".
+    pub init: String,
     pub present: String,
     pub interval_ms: u64,
     pub checks: Vec<Check>,
@@ -70,9 +72,13 @@ pub fn run(exe: &Path) -> GuestReport {
         workloads: Vec::new(),
         daemon: None,
     };
-    // An SMT guest (`scripts/vm-test`'s 6.12-smt: 2 cores of 2 threads)
-    // runs the SMT scenario; the others, on one CPU a core, the four.
-    if smt_siblings(0).len() > 1 {
+    // The systemd guest runs corral as a service; an SMT guest
+    // (`scripts/vm-test`'s 6.12-smt: 2 cores of 2 threads) the SMT
+    // scenario; the others, on one CPU a core, the four.
+    let systemd = corral_linux::system::systemd_booted(Path::new("/run"));
+    if systemd {
+        g.checks = crate::vmsystemd::run();
+    } else if smt_siblings(0).len() > 1 {
         g.smt();
     } else {
         g.v2_backend();
@@ -90,6 +96,7 @@ pub fn run(exe: &Path) -> GuestReport {
             .unwrap_or_default()
             .trim()
             .into(),
+        init: if systemd { "systemd" } else { "busybox" }.into(),
         present: read(&format!("{CPU_DIR}/present"))
             .unwrap_or_default()
             .trim()

@@ -50,13 +50,6 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
 
     let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
     let layout = Layout::choose(&mounts, config.daemon.cgroup).map_err(anyhow::Error::msg)?;
-    if let Err(why) = layout.check() {
-        if args.dry_run {
-            eprintln!("corral: warning: {why} (dry run: nothing is written)");
-        } else {
-            bail!("{why}");
-        }
-    }
     // On a systemd host's v2 tree, corral's v2 groups would take services'
     // processes out of their units (ARCHITECTURE.md, "On a systemd
     // host"): refused until corral works through systemd's levers.
@@ -68,6 +61,13 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                    (`systemctl stop` would no longer reach them, nor their limits apply). \
                    corral does not yet place threads through systemd (per-thread levers and \
                    its D-Bus API); see ARCHITECTURE.md, \"On a systemd host\"";
+        if args.dry_run {
+            eprintln!("corral: warning: {why} (dry run: nothing is written)");
+        } else {
+            bail!("{why}");
+        }
+    }
+    if let Err(why) = layout.check() {
         if args.dry_run {
             eprintln!("corral: warning: {why} (dry run: nothing is written)");
         } else {

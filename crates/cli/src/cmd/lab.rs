@@ -648,6 +648,7 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
         "BASELINE",
         "CORRAL",
         "CORRAL/BASELINE",
+        "PAIRED",
         "GOAL",
         "MET",
     ]);
@@ -657,6 +658,7 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
             format!("{:.2}", g.baseline),
             format!("{:.2}", g.corral),
             format!("{:.3}", g.ratio),
+            format!("{:.3}", g.paired_ratio),
             g.goal.clone().unwrap_or_else(|| "-".into()),
             g.met
                 .map_or("-", |m| if m { "met" } else { "not met" })
@@ -664,6 +666,7 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
         ]);
     }
     print!("{}", t.render());
+    println!("PAIRED: the median over runs of corral / baseline within each run (the two ran back to back)");
     if let Some(ops) = r.stress_ops {
         println!("stress-ng --cpu N --cpu-ops {ops} (calibrated for about 3 s with one worker, kernel alone)");
     }

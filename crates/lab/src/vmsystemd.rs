@@ -24,9 +24,9 @@ const CGROUP: &str = "/sys/fs/cgroup";
 const UNIT: &str = "corral.service";
 const DROP_IN: &str = "/run/systemd/system/corral.service.d";
 
-/// `systemctl ARGS`: (success, stdout + stderr).
-fn systemctl(args: &[&str]) -> (bool, String) {
-    match Command::new("systemctl").args(args).output() {
+/// `PROGRAM ARGS`: (success, stdout + stderr, trimmed).
+fn output(program: &str, args: &[&str]) -> (bool, String) {
+    match Command::new(program).args(args).output() {
         Ok(o) => (
             o.status.success(),
             format!(
@@ -37,8 +37,13 @@ fn systemctl(args: &[&str]) -> (bool, String) {
             .trim()
             .to_string(),
         ),
-        Err(e) => (false, format!("cannot run systemctl: {e}")),
+        Err(e) => (false, format!("cannot run {program}: {e}")),
     }
+}
+
+/// `systemctl ARGS`.
+fn systemctl(args: &[&str]) -> (bool, String) {
+    output("systemctl", args)
 }
 
 /// One property of corral.service (`systemctl show -p NAME --value`).
@@ -146,24 +151,14 @@ pub fn run() -> Vec<Check> {
     };
     let before = snapshot(&own);
 
-    let (ok, out) = match Command::new("systemd-analyze")
-        .args(["verify", &format!("/etc/systemd/system/{UNIT}")])
-        .output()
-    {
-        Ok(o) => (
-            o.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            ),
-        ),
-        Err(e) => (false, format!("cannot run systemd-analyze: {e}")),
-    };
+    let (ok, out) = output(
+        "systemd-analyze",
+        &["verify", &format!("/etc/systemd/system/{UNIT}")],
+    );
     check(
         "the unit file passes systemd-analyze verify",
         ok,
-        format!("{:?}", out.trim()),
+        format!("{out:?}"),
     );
 
     // As shipped: corral refuses systemd's v2 tree, from a shell and as

@@ -478,7 +478,12 @@ pub fn plan_around(
         cfg.medium_min_cpu,
         rest.len(),
         cfg.shared_shares,
-        shared.len() as u32,
+        // Parity is with the shared threads that compete like a medium
+        // one (runnable at least `medium_min_cpu`), not the sleepers.
+        shared
+            .iter()
+            .filter(|t| t.runnable >= cfg.medium_min_cpu)
+            .count() as u32,
     );
     add(
         MEDIUM,

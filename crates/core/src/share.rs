@@ -49,8 +49,9 @@ pub fn weight_to_shares(weight: u64) -> u64 {
 
 /// The `cpu.shares` a group of `members` medium threads needs so that each
 /// can count on `min_cpu` of a CPU when the group competes with a group of
-/// weight `other_shares` holding `other_members` threads on `cpus` CPUs,
-/// everything runnable.
+/// weight `other_shares` on `cpus` CPUs, everything runnable;
+/// `other_members` of that group want CPU like the medium threads do (0:
+/// none, and only the guarantee counts).
 ///
 /// ```text
 ///   the group gets   cpus · w / (w + w_other)   CPUs
@@ -97,7 +98,11 @@ pub fn medium_group_shares(
     if guarantee > cap {
         return (cap, false);
     }
-    let parity = (members as u64 * other_shares).div_ceil(other_members.max(1) as u64);
+    let parity = if other_members == 0 {
+        0
+    } else {
+        (members as u64 * other_shares).div_ceil(other_members as u64)
+    };
     (guarantee.max(parity).clamp(MIN_SHARES, cap), true)
 }
 

@@ -59,9 +59,16 @@ fn born_in(sample: &ThreadSample) -> Option<&str> {
     c.rsplit('/').next()
 }
 
-/// Whether a thread was born in one of corral's dedicated groups.
-fn born_in_dedicated(sample: &ThreadSample) -> bool {
-    born_in(sample).is_some_and(|n| n.starts_with("dedicated-cpu"))
+/// What becomes of a thread found in a corral group it was not put in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Born {
+    /// Not in a group that says anything of it.
+    Elsewhere,
+    /// A process left where it was born, its affinity the same from
+    /// start to end (see `plan::Unplanned::spawners`).
+    Stays,
+    /// To the shared group at once, before it is classified.
+    Leaves,
 }
 
 /// How long a thread that forked a process is not dedicated a core.
@@ -358,13 +365,19 @@ impl<H: Host> Daemon<H> {
                         || self.boosts.contains_key(&tid);
                     k.class = Some(class);
                     k.reason = Some(reason);
-                    // A process born inside a dedicated group stays where it
-                    // was born (its affinity unchanged while it runs).
-                    let stays = tid == k.sample.pid
-                        && born_in_dedicated(&k.sample)
-                        && !self.applied.placements.contains_key(&tid);
-                    if ready && !stays {
-                        plan_threads.push(k.plan_thread(class, self.boost_state(tid)));
+                    match self.born(&k.sample) {
+                        Born::Stays => {}
+                        // Not ready: first seen by a full pass (no process
+                        // connector, or more young threads than
+                        // `young_max`), yet out of the group it was born
+                        // in at once, as a quick step does.
+                        Born::Leaves if !ready => {
+                            plan_threads.push(k.plan_thread(Class::Light, Boost::None));
+                        }
+                        _ if ready => {
+                            plan_threads.push(k.plan_thread(class, self.boost_state(tid)));
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -549,6 +562,27 @@ impl<H: Host> Daemon<H> {
         }
     }
 
+    /// What becomes of a thread found in one of corral's groups that
+    /// corral did not put it in (it was born there; see `quick_step`).
+    fn born(&self, sample: &ThreadSample) -> Born {
+        if self.applied.placements.contains_key(&sample.tid) {
+            return Born::Elsewhere;
+        }
+        let process = sample.tid == sample.pid;
+        let groups = &self.applied.groups;
+        let same_cpus = groups
+            .get(LATENCY)
+            .zip(groups.get(SHARED))
+            .is_some_and(|(l, s)| l.cpus == s.cpus);
+        match born_in(sample) {
+            Some(n) if n.starts_with("dedicated-cpu") && process => Born::Stays,
+            Some(n) if n.starts_with("dedicated-cpu") => Born::Leaves,
+            Some(LATENCY) if process && !same_cpus => Born::Stays,
+            Some(LATENCY) => Born::Leaves,
+            _ => Born::Elsewhere,
+        }
+    }
+
     /// How often [`Daemon::quick_step`] should run; `None` when never.
     pub fn fast_interval_ns(&self) -> Option<u64> {
         (self.config.daemon.fast_interval_ms > 0)
@@ -625,6 +659,7 @@ impl<H: Host> Daemon<H> {
             self.young.retain(|tid, _| read.contains(tid));
             for sample in snap.threads {
                 let tid = sample.tid;
+                let born = self.born(&sample);
                 let Some(y) = self.young.get_mut(&tid) else {
                     continue;
                 };
@@ -644,27 +679,10 @@ impl<H: Host> Daemon<H> {
                     // (cyclictest's worst wait beside a build: 8.4 ms,
                     // traced).
                     //
-                    // Threads only, but for a process born in the latency
-                    // group when that group and the shared one have the
-                    // same CPUs: a new process is otherwise left where it
-                    // was born (see `plan::Unplanned::spawners`), its
-                    // affinity the same from start to end.
-                    let group = born_in(&sample);
-                    let same_cpus = |a: &str, b: &str| {
-                        let g = &self.applied.groups;
-                        g.get(a)
-                            .zip(g.get(b))
-                            .is_some_and(|(a, b)| a.cpus == b.cpus)
-                    };
-                    let leave = match group {
-                        Some(LATENCY) => tid == sample.pid && !same_cpus(LATENCY, SHARED),
-                        Some(n) if n.starts_with("dedicated-cpu") => tid == sample.pid,
-                        _ => true,
-                    };
-                    if !leave
-                        && !self.applied.placements.contains_key(&tid)
-                        && self.plan_threads.iter().all(|t| t.tid != tid)
-                    {
+                    // Processes stay where they were born, but for one born
+                    // in the latency group when that group and the shared
+                    // one have the same CPUs (`Daemon::born`).
+                    if born == Born::Leaves && self.plan_threads.iter().all(|t| t.tid != tid) {
                         self.plan_threads.push(PlanThread {
                             tid,
                             pid: sample.pid,
@@ -728,10 +746,7 @@ impl<H: Host> Daemon<H> {
                 let Some(v) = verdict else { continue };
                 // Decided: the intervals take it from here.
                 self.young.remove(&tid);
-                if tid == sample.pid
-                    && born_in_dedicated(&sample)
-                    && !self.applied.placements.contains_key(&tid)
-                {
+                if born == Born::Stays {
                     continue;
                 }
                 let k = Known {

@@ -572,3 +572,21 @@ fn a_thread_born_in_the_latency_group_goes_to_the_shared_one_at_its_first_read()
         Some(GroupKind::Shared)
     );
 }
+
+#[test]
+fn a_thread_a_full_pass_finds_born_in_the_latency_group_leaves_it_at_that_step() {
+    // No task events (no process connector, or past young_max): the full
+    // pass sees the thread first, and it leaves the latency group then,
+    // not an interval later.
+    let mut d = daemon("0-3", vec![(1, 0.95, 1)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    let h = d.host_mut();
+    h.threads.push((5, 1.0, 0));
+    h.cgroups.insert(5, "/corral/latency".into());
+    d.step().unwrap();
+    assert_eq!(
+        d.plan().group_of(5).map(|g| g.kind),
+        Some(GroupKind::Shared)
+    );
+}

@@ -893,6 +893,8 @@ pub fn goals(runs: &[Run], online: u32) -> Vec<Goal> {
                     let of = |name: &str| r.variants.iter().find(|v| v.name == name).and_then(f);
                     Some(of("corral")? / of("baseline")?)
                 })
+                // A baseline of 0 (no frame missed) has no ratio.
+                .filter(|r| r.is_finite())
                 .collect(),
         )
     };

@@ -46,6 +46,41 @@ fn systemctl(args: &[&str]) -> (bool, String) {
     output("systemctl", args)
 }
 
+/// How long `corral run` from a shell may take to refuse.
+const SHELL_LIMIT: Duration = Duration::from_secs(60);
+
+/// `PROGRAM ARGS` with its stderr, killed after `limit`: (exit code,
+/// stderr).
+fn run_for(program: &str, args: &[&str], limit: Duration) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = match Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return (None, format!("cannot run {program}: {e}")),
+    };
+    let ended = wait_until(limit, || matches!(child.try_wait(), Ok(Some(_))));
+    if !ended {
+        let _ = child.kill();
+    }
+    let code = child.wait().ok().and_then(|s| s.code());
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    if !ended {
+        err.push_str(&format!(
+            " (still running after {} s: killed)",
+            limit.as_secs()
+        ));
+    }
+    (code, err)
+}
+
 /// One property of corral.service (`systemctl show -p NAME --value`).
 fn prop(name: &str) -> String {
     systemctl(&["show", UNIT, "-p", name, "--value"]).1
@@ -164,30 +199,21 @@ pub fn run() -> Vec<Check> {
     // As shipped: corral refuses systemd's v2 tree, from a shell and as
     // the service (whose journal lines a process this short-lived may
     // lose: its exit status says it).
-    let shell = Command::new("/usr/bin/corral")
-        .args(["run", "--socket", "none"])
-        .output();
-    let (code, said) = match &shell {
-        Ok(o) => (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        ),
-        Err(e) => (None, format!("cannot run corral: {e}")),
-    };
+    let (code, said) = run_for("/usr/bin/corral", &["run", "--socket", "none"], SHELL_LIMIT);
     let refused = said.contains("systemd runs this host and owns its cgroup v2 tree");
     check(
-        "corral run from a shell refuses systemd's v2 tree",
-        code == Some(1) && refused,
+        "corral run from a shell refuses systemd's v2 tree (exit 78, EX_CONFIG)",
+        code == Some(78) && refused,
         format!("exit {code:?}: {:?}", said.trim()),
     );
     let (started, out) = systemctl(&["start", UNIT]);
-    let result = prop("Result");
+    let (result, restarts) = (prop("Result"), prop("NRestarts"));
     let ours = Path::new(CGROUP).join("corral").exists();
     check(
-        "as corral.service it fails to start and creates no group",
-        !started && result == "exit-code" && !ours,
+        "as corral.service it fails to start, is not restarted, and creates no group",
+        !started && result == "exit-code" && restarts == "0" && !ours,
         format!(
-            "systemctl start: {}; Result {result}; {CGROUP}/corral exists: {ours}",
+            "systemctl start: {}; Result {result}; NRestarts {restarts}; {CGROUP}/corral exists: {ours}",
             if started { "succeeded".into() } else { out }
         ),
     );

@@ -64,7 +64,10 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         if args.dry_run {
             eprintln!("corral: warning: {why} (dry run: nothing is written)");
         } else {
-            bail!("{why}");
+            // EX_CONFIG (sysexits.h): corral.service does not restart on it
+            // (RestartPreventExitStatus=78), since a restart changes nothing.
+            eprintln!("corral: error: {why}");
+            return Ok(ExitCode::from(78));
         }
     }
     if let Err(why) = layout.check() {
@@ -138,12 +141,18 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let interval = Duration::from_millis(config.daemon.interval_ms);
     // Started by systemd as a Type=notify service: READY=1 after the first
     // step, WATCHDOG=1 from every step.
-    let notifier = corral_linux::notify::Notifier::from_env()
-        .context("cannot open $NOTIFY_SOCKET (systemd's notification socket)")?;
+    let notifier = corral_linux::notify::Notifier::from_env().unwrap_or_else(|e| {
+        eprintln!(
+            "corral: warning: cannot use $NOTIFY_SOCKET ({e}): systemd will not hear from corral"
+        );
+        None
+    });
     if let Some(w) = notifier.as_ref().and_then(|n| n.watchdog()) {
+        // A keep-alive is due every half of WatchdogSec=; a step comes every
+        // interval, plus what the step itself takes.
         anyhow::ensure!(
-            interval * 2 <= w,
-            "the service's WatchdogSec= ({} s) must be at least twice the interval ({} ms): a step comes every interval",
+            interval * 3 <= w,
+            "the service's WatchdogSec= ({} s) must be at least three times the interval ({} ms): a keep-alive comes with each step",
             w.as_secs_f64(),
             interval.as_millis()
         );
@@ -223,15 +232,15 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 let state = if ready {
                     "WATCHDOG=1".to_string()
                 } else {
-                    ready = true;
                     format!(
                         "READY=1\nSTATUS=managing {} threads every {} ms",
                         report.threads,
                         interval.as_millis()
                     )
                 };
-                if let Err(e) = n.send(&state) {
-                    eprintln!("corral: warning: cannot notify systemd: {e}");
+                match n.send(&state) {
+                    Ok(()) => ready = true,
+                    Err(e) => eprintln!("corral: warning: cannot notify systemd: {e}"),
                 }
             }
         })

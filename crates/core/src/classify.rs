@@ -299,9 +299,9 @@ impl Classifier {
     /// says more about which run queue it landed on than about what it
     /// wants (three stress-ng workers on 2 CPUs read 1.0, 0.5, 0.5 over
     /// 120 ms, and one got a dedicated CPU the others then lacked: 1.06 x
-    /// the kernel's time in `lab real`). Latency-critical by the interval rules applied
-    /// to the window, with regularity judged on the fast samples (at least
-    /// three): a periodic thread of rate r wakes r × d times in a sample of
+    /// the kernel's time in `lab real`). Latency-critical by the interval
+    /// rules applied to the window, with regularity judged on the fast
+    /// samples (at least [`YOUNG_SAMPLES`]): a periodic thread of rate r wakes r × d times in a sample of
     /// d seconds, rounded either way, so each sample's count must be within
     /// 1 + `max_rate_cv` × r × d of r × d, with r the window's rate and at
     /// least one wake-up expected per sample. A thread woken by events

@@ -565,20 +565,27 @@ impl<H: Host> Daemon<H> {
     /// What becomes of a thread found in one of corral's groups that
     /// corral did not put it in (it was born there; see `quick_step`).
     fn born(&self, sample: &ThreadSample) -> Born {
+        // Every thread of every full pass comes here: most are in no corral
+        // group, and the cgroup path says so first.
+        let Some(group) = born_in(sample) else {
+            return Born::Elsewhere;
+        };
         if self.applied.placements.contains_key(&sample.tid) {
             return Born::Elsewhere;
         }
         let process = sample.tid == sample.pid;
-        let groups = &self.applied.groups;
-        let same_cpus = groups
-            .get(LATENCY)
-            .zip(groups.get(SHARED))
-            .is_some_and(|(l, s)| l.cpus == s.cpus);
-        match born_in(sample) {
-            Some(n) if n.starts_with("dedicated-cpu") && process => Born::Stays,
-            Some(n) if n.starts_with("dedicated-cpu") => Born::Leaves,
-            Some(LATENCY) if process && !same_cpus => Born::Stays,
-            Some(LATENCY) => Born::Leaves,
+        let same_cpus = || {
+            let groups = &self.applied.groups;
+            groups
+                .get(LATENCY)
+                .zip(groups.get(SHARED))
+                .is_some_and(|(l, s)| l.cpus == s.cpus)
+        };
+        match group {
+            n if n.starts_with("dedicated-cpu") && process => Born::Stays,
+            n if n.starts_with("dedicated-cpu") => Born::Leaves,
+            LATENCY if process && !same_cpus() => Born::Stays,
+            LATENCY => Born::Leaves,
             _ => Born::Elsewhere,
         }
     }

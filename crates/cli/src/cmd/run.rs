@@ -61,20 +61,13 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                    (`systemctl stop` would no longer reach them, nor their limits apply). \
                    corral does not yet place threads through systemd (per-thread levers and \
                    its D-Bus API); see ARCHITECTURE.md, \"On a systemd host\"";
-        if args.dry_run {
-            eprintln!("corral: warning: {why} (dry run: nothing is written)");
-        } else {
-            // EX_CONFIG (sysexits.h): corral.service does not restart on it
-            // (RestartPreventExitStatus=78), since a restart changes nothing.
-            eprintln!("corral: error: {why}");
-            return Ok(ExitCode::from(78));
+        if let Some(code) = refuse(why, args.dry_run) {
+            return Ok(code);
         }
     }
     if let Err(why) = layout.check() {
-        if args.dry_run {
-            eprintln!("corral: warning: {why} (dry run: nothing is written)");
-        } else {
-            bail!("{why}");
+        if let Some(code) = refuse(&why, args.dry_run) {
+            return Ok(code);
         }
     }
     if let Some(scx) = corral_linux::system::sched_ext_scheduler(&paths.sysfs) {
@@ -264,6 +257,20 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         server::Ended::Once => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A host corral cannot manage as configured: a warning on a dry run
+/// (which writes nothing), else an error and exit 78, EX_CONFIG
+/// (sysexits.h), on which corral.service does not restart
+/// (RestartPreventExitStatus=78): starting again would change nothing.
+fn refuse(why: &str, dry_run: bool) -> Option<ExitCode> {
+    if dry_run {
+        eprintln!("corral: warning: {why} (dry run: nothing is written)");
+        None
+    } else {
+        eprintln!("corral: error: {why}");
+        Some(ExitCode::from(78))
+    }
 }
 
 fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {

@@ -217,7 +217,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         daemon.step().context("first sample")?;
         std::thread::sleep(interval);
     }
-    let mut ready = false;
+    let (mut ready, mut warned) = (false, false);
     let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         server::run(&mut daemon, &mut inbox, interval, args.once, |report, d| {
             log_step(report, d, dry_run);
@@ -231,9 +231,14 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                         interval.as_millis()
                     )
                 };
+                // Tried again at every step; said once, not every second.
                 match n.send(&state) {
                     Ok(()) => ready = true,
-                    Err(e) => eprintln!("corral: warning: cannot notify systemd: {e}"),
+                    Err(e) if !warned => {
+                        warned = true;
+                        eprintln!("corral: warning: cannot notify systemd: {e} (trying again at each step)");
+                    }
+                    Err(_) => {}
                 }
             }
         })

@@ -285,6 +285,9 @@ pub struct CaseReport {
     /// The live run's first tick after the use case's start, µs; the
     /// simulator's ticks are put there too.
     pub tick_phase_us: u64,
+    /// Per rt-app task (file order): the factor its `run` values were
+    /// multiplied by for the simulator, the CPU a `run` µs cost live.
+    pub work_scale: Vec<(String, f64)>,
     /// The measured window, s from the use case's start.
     pub window_s: (f64, f64),
     /// The live window's wall time, s.
@@ -397,6 +400,7 @@ fn skipped(case: &Case, why: String) -> CaseReport {
         skipped: Some(why),
         calibration: None,
         tick_phase_us: 0,
+        work_scale: Vec::new(),
         window_s: (0.0, 0.0),
         live_window_s: 0.0,
         others_cpu: 0.0,
@@ -442,6 +446,38 @@ fn threads_of(work: &rtapp::Workload, root: &str) -> Vec<Thread> {
         }
     }
     v
+}
+
+/// Per rt-app task, the CPU time a `run` µs cost live: the mean of its
+/// instances' `work`, 1 where none was measured or the figure is not
+/// plausible (outside 0.5–2: a thread that barely ran in the window).
+fn work_scale(work: &rtapp::Workload, live: &[Side]) -> Vec<(String, f64)> {
+    let mut i = 0;
+    let mut out = Vec::new();
+    for t in &work.tasks {
+        let n = t.instances as usize;
+        let seen: Vec<f64> = live[i..i + n].iter().filter_map(|s| s.work).collect();
+        i += n;
+        let k = if seen.is_empty() {
+            1.0
+        } else {
+            seen.iter().sum::<f64>() / seen.len() as f64
+        };
+        out.push((
+            t.name.clone(),
+            if (0.5..=2.0).contains(&k) { k } else { 1.0 },
+        ));
+    }
+    out
+}
+
+/// Multiplies every `run` of a task by `k` (rounded µs, at least 1).
+fn scale_run(task: &mut rtapp::Task, k: f64) {
+    for ev in task.phases.iter_mut().flat_map(|p| p.events.iter_mut()) {
+        if let rtapp::Event::Run(us) = ev {
+            *us = ((*us as f64 * k).round() as u64).max(1);
+        }
+    }
 }
 
 fn run_case(
@@ -510,29 +546,6 @@ fn run_case(
     ));
     let live = run_live(o, &mut groups, &threads, &workload_path, &live_dir)?;
     groups.cleanup();
-
-    progress(&format!("{}: simulated", case.name));
-    let tick_phase_us = tick_phase(live.t0_us, sim.hz);
-    let simulated = run_sim(
-        o,
-        sim,
-        tick_phase_us,
-        &json,
-        &workload_path,
-        case.groups,
-        &root,
-        dir,
-    )?;
-
-    // Both sides number the threads alike (tasks in file order, instances
-    // together); a mismatch would pair the wrong threads.
-    let names: Vec<&str> = threads.iter().map(|t| t.name.as_str()).collect();
-    if simulated.names != names {
-        return Err(format!(
-            "the simulator's threads {:?} are not rt-app's {names:?}",
-            simulated.names
-        ));
-    }
     let window = (o.warmup, Duration::from_secs(o.seconds) - TAIL);
     let mut tasks = Vec::new();
     let ncpus = sim.cpus as f64;
@@ -551,6 +564,29 @@ fn run_case(
             )
         })
         .collect();
+
+    // Both sides ask for the same CPU: each task's `run` costs in the
+    // simulator what it cost live (the loop's speed drifts on this VM,
+    // and a thread near its fair share is late or not by a few percent).
+    let work_scale = work_scale(&work, &live_sides);
+    let mut scaled = work.clone();
+    for (task, (_, k)) in scaled.tasks.iter_mut().zip(&work_scale) {
+        scale_run(task, *k);
+    }
+
+    progress(&format!("{}: simulated", case.name));
+    let tick_phase_us = tick_phase(live.t0_us, sim.hz);
+    let simulated = run_sim(o, sim, tick_phase_us, scaled, case.groups, &root, dir)?;
+
+    // Both sides number the threads alike (tasks in file order, instances
+    // together); a mismatch would pair the wrong threads.
+    let names: Vec<&str> = threads.iter().map(|t| t.name.as_str()).collect();
+    if simulated.names != names {
+        return Err(format!(
+            "the simulator's threads {:?} are not rt-app's {names:?}",
+            simulated.names
+        ));
+    }
     let mut sim_sides: Vec<Option<Side>> = (0..threads.len())
         .map(|i| {
             Some(side(
@@ -596,6 +632,7 @@ fn run_case(
         skipped: None,
         calibration: Some(cal),
         tick_phase_us,
+        work_scale,
         window_s: (window.0.as_secs_f64(), window.1.as_secs_f64()),
         live_window_s: live.wall.as_secs_f64(),
         others_cpu: live.others_cpu,
@@ -1463,13 +1500,11 @@ fn run_sim(
     o: &Options,
     sim: &SimInfo,
     tick_phase_us: u64,
-    json: &str,
-    json_path: &Path,
+    work: rtapp::Workload,
     groups: &[(&str, u64)],
     root: &str,
     dir: &Path,
 ) -> Result<Simulated, String> {
-    let work = rtapp::parse(json, &json_path.display().to_string()).map_err(|e| e.to_string())?;
     let toml = platform_toml(sim, tick_phase_us, groups, root);
     let toml_path = dir.join("platform.toml");
     std::fs::write(&toml_path, &toml).map_err(|e| format!("{}: {e}", toml_path.display()))?;

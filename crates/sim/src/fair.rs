@@ -18,8 +18,11 @@
 //!   weights, updated on every enqueue, dequeue and tick). Picking descends
 //!   from the root, one entity per level.
 //! - `select_task_rq`: the previous CPU if idle, else an idle allowed CPU,
-//!   else the allowed CPU with the least root load (XXX: 6.x's
-//!   `select_idle_sibling` and wake-affine heuristics are not modelled).
+//!   else, for a wake-up, the previous CPU (`select_idle_sibling` finds
+//!   no idle CPU and returns its target), and for a new task or one that
+//!   may no longer run there, the allowed CPU with the least root load
+//!   (XXX: wake_affine's pull to the waker's CPU is not modelled: the
+//!   model does not know the waker).
 //!
 //! **CFS (2.6.32)** — tree ordered by vruntime:
 //! - `sched_period = max(sched_latency, nr_running · min_granularity)`;
@@ -57,7 +60,11 @@
 //!   deadline relative to v (PLACE_REL_DEADLINE).
 //! - DELAY_DEQUEUE: a task that sleeps while not eligible stays queued
 //!   (`sched_delayed`) until it is picked — then it leaves — or wakes; its
-//!   positive lag is dropped (DELAY_ZERO).
+//!   positive lag is dropped (DELAY_ZERO). A group entity whose queue
+//!   empties leaves as a sleeper too (`dequeue_entities` sets
+//!   DEQUEUE_SLEEP for parents), so it is delayed the same way, keeping
+//!   its vruntime and deadline; a task joining its queue requeues it
+//!   where it is (`requeue_delayed_entity`).
 //! - Wake-up (`check_preempt_wakeup_fair`, 6.17+): the woken entity
 //!   preempts when `pick_eevdf` would choose it; one with a shorter slice
 //!   than curr is weighed without curr's protection and, if it does not
@@ -69,8 +76,7 @@
 //! Checked against Linux 6.18.35's kernel/sched/fair.c and features.h.
 //! Not modelled (XXX): PELT (group shares follow `max(weight, load_avg)`
 //! in the kernel), the PICK_BUDDY `next` buddy a sleeping task leaves its
-//! group, DELAY_DEQUEUE of group entities, 6.18's task-based bandwidth
-//! throttling (tasks leave at the return to user space; here the group
+//! group, 6.18's task-based bandwidth throttling (tasks leave at the return to user space; here the group
 //! entity leaves at once, as before 6.18).
 //!
 //! Both: SCHED_IDLE curr is preempted by any non-idle wake-up; woken
@@ -724,6 +730,11 @@ impl Fair {
 
     fn update_shares(&mut self, rq: RqId) {
         let Some(se) = self.rqs[rq].se else { return };
+        if self.entities[se].delayed {
+            // XXX: a delayed group entity keeps its weight; the kernel's
+            // follows its empty queue's decaying load_avg (PELT).
+            return;
+        }
         let g = &self.groups[self.rqs[rq].group];
         let total: u64 = g.rqs.iter().map(|&r| self.rqs[r].load).sum();
         let local = self.rqs[rq].load;
@@ -814,18 +825,54 @@ impl Fair {
     }
 
     /// Dequeues `e` and, bottom up, each group entity whose queue emptied.
+    ///
+    /// `dequeue_entities`: a parent leaves as a sleeper whatever the task
+    /// did (DEQUEUE_SLEEP), so under EEVDF a group entity that is not
+    /// eligible in its own queue stays there, delayed (DELAY_DEQUEUE),
+    /// keeping its vruntime and deadline until it is picked or its
+    /// queue gets a task again.
     fn dequeue_up(&mut self, e: EntityId, sleep: bool) {
         let first = self.entities[e].rq;
-        let mut e = e;
+        let (mut e, mut sleep) = (e, sleep);
         loop {
             let rq = self.entities[e].rq;
             self.dequeue_entity(rq, e, sleep);
             match self.rqs[rq].se {
-                Some(se) if self.rqs[rq].nr_queued == 0 && self.entities[se].on_rq => e = se,
+                Some(se) if self.rqs[rq].nr_queued == 0 && self.entities[se].on_rq => {
+                    let parent = self.entities[se].rq;
+                    if self.flavour == Flavour::Eevdf && !self.eligible(parent, se) {
+                        self.entities[se].delayed = true;
+                        break;
+                    }
+                    (e, sleep) = (se, true);
+                }
                 _ => break,
             }
         }
         self.update_shares_up(first);
+    }
+
+    /// `requeue_delayed_entity`: a delayed entity's queue is wanted again
+    /// (its task woke, or a task joined its group's queue). It stays
+    /// where it is, unless it has positive lag by now: then it is placed
+    /// afresh at lag 0 (DELAY_ZERO), with a new deadline.
+    fn requeue_delayed(&mut self, e: EntityId) {
+        let rq = self.entities[e].rq;
+        self.entities[e].delayed = false;
+        self.update_entity_lag(rq, e);
+        if self.entities[e].vlag > 0 {
+            let in_tree = self.rqs[rq].curr != Some(e);
+            if in_tree {
+                self.tree_remove(rq, e);
+            }
+            self.rqs[rq].nr_queued -= 1;
+            self.entities[e].vlag = 0;
+            self.place_eevdf(rq, e);
+            self.rqs[rq].nr_queued += 1;
+            if in_tree {
+                self.tree_add(rq, e);
+            }
+        }
     }
 
     /// A delayed entity leaves at last (picked, or moved away); its
@@ -1105,25 +1152,9 @@ impl SchedClass for Fair {
         let TaskInfo { entity, group, .. } = self.tasks[t];
         self.runnable[cpu] += 1;
         if self.entities[entity].delayed {
-            // A delayed task wakes where it is queued (`requeue_delayed_entity`):
-            // with positive lag by now it is placed afresh at lag 0.
+            // A delayed task wakes where it is queued.
             debug_assert_eq!(self.entities[entity].rq, self.groups[group].rqs[cpu]);
-            let rq = self.entities[entity].rq;
-            self.entities[entity].delayed = false;
-            self.update_entity_lag(rq, entity);
-            if self.entities[entity].vlag > 0 {
-                let in_tree = self.rqs[rq].curr != Some(entity);
-                if in_tree {
-                    self.tree_remove(rq, entity);
-                }
-                self.rqs[rq].nr_queued -= 1;
-                self.entities[entity].vlag = 0;
-                self.place_eevdf(rq, entity);
-                self.rqs[rq].nr_queued += 1;
-                if in_tree {
-                    self.tree_add(rq, entity);
-                }
-            }
+            self.requeue_delayed(entity);
             return;
         }
         let first = self.groups[group].rqs[cpu];
@@ -1138,13 +1169,18 @@ impl SchedClass for Fair {
             }
         }
         let (mut e, mut rq) = (entity, first);
-        // Queue the task, then each group entity that was not queued yet.
+        // Queue the task, then each group entity that was not queued yet;
+        // a delayed one on the way is requeued where it is.
         loop {
             self.enqueue_entity(rq, e, wakeup, now);
             match self.rqs[rq].se {
                 Some(se) if !self.entities[se].on_rq && !self.rqs[rq].throttled => {
                     e = se;
                     rq = self.entities[se].rq;
+                }
+                Some(se) if self.entities[se].delayed => {
+                    self.requeue_delayed(se);
+                    break;
                 }
                 _ => break,
             }
@@ -1192,7 +1228,7 @@ impl SchedClass for Fair {
 
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
         self.work.picks += 1;
-        loop {
+        'pick: loop {
             // Choose without side effects, then commit.
             let mut rq = self.groups[0].rqs[cpu];
             let mut path = Vec::new();
@@ -1201,6 +1237,12 @@ impl SchedClass for Fair {
                 let (e, looked) = self.pick_entity(rq);
                 self.work.examined += looked;
                 let e = e?;
+                if self.entities[e].delayed {
+                    // `pick_next_entity`: picked while delayed, a task or
+                    // a group entity leaves now, and we pick again.
+                    self.finish_delayed(e);
+                    continue 'pick;
+                }
                 path.push(e);
                 match self.entities[e].my_rq {
                     Some(child) if self.out_of_runtime(child) => {
@@ -1217,11 +1259,6 @@ impl SchedClass for Fair {
                 continue;
             }
             let leaf = *path.last()?;
-            if self.entities[leaf].delayed {
-                // Picked while delayed: it leaves now, and we pick again.
-                self.finish_delayed(leaf);
-                continue;
-            }
             for &e in &path {
                 let rq = self.entities[e].rq;
                 self.tree_remove(rq, e);
@@ -1400,6 +1437,13 @@ impl SchedClass for Fair {
         if let Some(&idle) = allowed.iter().find(|&&c| runnable[c] == 0) {
             return idle;
         }
+        // A wake-up finding no idle CPU stays where it is (6.x:
+        // `select_idle_sibling` returns its target); only a new task
+        // (`wake_up_new_task`, `sched_balance_find_dst_cpu`) or one that
+        // may no longer run on prev goes to the least loaded CPU.
+        if allowed.contains(&prev) && !self.entities[e].new {
+            return prev;
+        }
         let root = |c: usize| &self.rqs[self.groups[0].rqs[c]];
         *allowed
             .iter()
@@ -1435,20 +1479,28 @@ impl SchedClass for Fair {
         for rq in throttled {
             self.unthrottle(rq, 0);
         }
-        // Delayed sleepers leave the dying CPU's queues.
-        let mut stack = vec![self.groups[0].rqs[cpu]];
-        let mut delayed = Vec::new();
-        while let Some(rq) = stack.pop() {
-            for &(_, e) in &self.rqs[rq].tree {
-                match self.entities[e].my_rq {
-                    Some(child) => stack.push(child),
-                    None if self.entities[e].delayed => delayed.push(e),
-                    None => {}
+        // Delayed entities, tasks and groups, leave the dying CPU's queues
+        // (a task leaving can leave its group entity delayed: repeat).
+        loop {
+            let mut stack = vec![self.groups[0].rqs[cpu]];
+            let mut delayed = Vec::new();
+            while let Some(rq) = stack.pop() {
+                for &(_, e) in &self.rqs[rq].tree {
+                    if self.entities[e].delayed {
+                        delayed.push(e);
+                    } else if let Some(child) = self.entities[e].my_rq {
+                        stack.push(child);
+                    }
                 }
             }
-        }
-        for e in delayed {
-            self.finish_delayed(e);
+            if delayed.is_empty() {
+                break;
+            }
+            for e in delayed {
+                if self.entities[e].delayed {
+                    self.finish_delayed(e);
+                }
+            }
         }
     }
 
@@ -1638,6 +1690,85 @@ mod tests {
         let rq = f.groups[0].rqs[0];
         f.update_entity_lag(rq, et);
         assert_eq!(f.entities[et].vlag, -4_700_000);
+    }
+
+    #[test]
+    fn eevdf_keeps_an_ineligible_group_entity_queued_with_its_deadline() {
+        let mut f = Fair::eevdf(1);
+        f.set_task_group(0, "/g").unwrap();
+        f.enqueue(0, 0, true, 0);
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        f.enqueue(0, 1, true, 0);
+        let gse = f.rqs[f.groups[f.by_path["/g"]].rqs[0]].se.unwrap();
+        let root = f.groups[0].rqs[0];
+        // Task 0 runs 3 ms and sleeps. Alone in /g it is eligible there and
+        // leaves; /g's queue is empty, so /g's entity leaves the root as a
+        // sleeper, 3 ms ahead of task 1: not eligible, it stays, delayed.
+        f.dequeue(0, 0, true, 3_000_000);
+        assert!(f.entities[gse].delayed && f.entities[gse].on_rq);
+        assert_eq!((f.nr_running(0), f.rqs[root].nr_queued), (1, 2));
+        let (v, d) = (f.entities[gse].vruntime, f.entities[gse].deadline);
+        // Task 1 runs 1 ms; task 0 wakes: /g's entity is still behind V
+        // and is requeued where it is, vruntime and deadline kept.
+        assert_eq!(f.pick_next(0, 3_000_000), Some(1));
+        f.put_prev(0, 1, 4_000_000);
+        f.enqueue(0, 0, true, 4_000_000);
+        assert!(!f.entities[gse].delayed && f.entities[gse].on_rq);
+        assert_eq!((f.entities[gse].vruntime, f.entities[gse].deadline), (v, d));
+        assert_eq!(f.rqs[root].nr_queued, 2);
+        // Delayed again, then picked alone: it leaves, and nothing runs.
+        let t = f.pick_next(0, 4_000_000).unwrap();
+        assert_eq!(t, 1, "task 1 is behind");
+        f.put_prev(0, 1, 4_500_000);
+        assert_eq!(f.pick_next(0, 4_500_000), Some(1));
+        f.dequeue(0, 1, true, 4_600_000);
+        assert_eq!(f.pick_next(0, 4_600_000), Some(0));
+        f.dequeue(0, 0, true, 8_000_000);
+        assert_eq!(
+            f.rqs[root].nr_queued, 0,
+            "alone, /g's entity is eligible and leaves"
+        );
+        // With task 1 back and /g's entity ineligible, picking it while
+        // delayed makes it leave and picks again.
+        f.enqueue(0, 0, true, 8_000_000);
+        assert_eq!(f.pick_next(0, 8_000_000), Some(0));
+        f.enqueue(0, 1, true, 8_000_000);
+        f.dequeue(0, 0, true, 12_000_000);
+        assert!(f.entities[gse].delayed);
+        f.dequeue(0, 1, true, 12_000_000);
+        assert_eq!(f.rqs[root].nr_queued, 1);
+        assert_eq!(f.pick_next(0, 12_000_000), None);
+        assert!(!f.entities[gse].on_rq && !f.entities[gse].delayed);
+        assert_eq!(f.rqs[root].nr_queued, 0);
+        assert!(f.entities[gse].vlag <= 0, "DELAY_ZERO");
+    }
+
+    #[test]
+    fn a_wake_up_without_an_idle_cpu_stays_on_prev_and_a_new_task_goes_to_the_lightest() {
+        let mut f = Fair::eevdf(2);
+        for (t, cpu) in [(0, 0), (1, 0), (2, 1)] {
+            f.enqueue(cpu, t, true, 0);
+        }
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        assert_eq!(f.pick_next(1, 0), Some(2));
+        // Task 1 ran on CPU 0 once and sleeps there.
+        f.put_prev(0, 0, 1_000_000);
+        assert_eq!(f.pick_next(0, 1_000_000), Some(1));
+        f.dequeue(0, 1, true, 2_000_000);
+        f.pick_next(0, 2_000_000);
+        f.enqueue(0, 3, true, 2_000_000);
+        // CPU 0 now carries two tasks, CPU 1 one: no CPU is idle.
+        assert_eq!(
+            f.select_task_rq(1, 0, &[0, 1]),
+            0,
+            "select_idle_sibling: prev"
+        );
+        assert_eq!(
+            f.select_task_rq(4, 0, &[0, 1]),
+            1,
+            "a new task: the lightest CPU"
+        );
+        assert_eq!(f.select_task_rq(1, 0, &[1]), 1, "prev not allowed");
     }
 
     #[test]

@@ -832,6 +832,14 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
                 c.steal_cpu
             );
         }
+        if !c.work_scale.is_empty() {
+            let ks: Vec<String> = c
+                .work_scale
+                .iter()
+                .map(|(task, k)| format!("{task} x{k:.2}"))
+                .collect();
+            println!("  simulated run = live CPU per run us: {}", ks.join(", "));
+        }
         let mut t = Table::new(&[
             "TASK",
             "GROUP",

@@ -184,8 +184,10 @@ pub struct RunArgs {
     /// Run one step (two samples, an interval apart, so rates exist) and exit.
     #[arg(long)]
     pub once: bool,
-    /// cgroup interface: v1, v2 or auto, overriding the configuration.
-    #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "auto"])]
+    /// cgroup interface: v1, v2, threads (no cgroup: each thread's own
+    /// affinity, nice and slice; the default on a systemd host) or auto,
+    /// overriding the configuration.
+    #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "threads", "auto"])]
     pub cgroup: Option<String>,
     /// The socket for status and explain (`none` for no socket).
     #[arg(long, value_name = "PATH")]
@@ -210,8 +212,8 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
-    /// cgroup interface: v1, v2 or auto.
-    #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "auto"], default_value = "auto")]
+    /// cgroup interface: v1, v2, threads or auto (the record's own layout).
+    #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "threads", "auto"], default_value = "auto")]
     pub cgroup: String,
     /// Where the daemon keeps its record (as `corral run --state-dir`).
     #[arg(long, value_name = "DIR", default_value = "/run/corral")]

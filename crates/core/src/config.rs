@@ -21,6 +21,8 @@ pub enum CgroupChoice {
     Auto,
     V1,
     V2,
+    /// No cgroup writes: each thread's own levers (a systemd host).
+    Threads,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

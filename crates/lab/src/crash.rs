@@ -167,6 +167,7 @@ pub fn run(
     let group_dirs: Vec<PathBuf> = match layout {
         Layout::V1 { cpu, cpuset } => vec![cpu.join(&group), cpuset.join(&group)],
         Layout::V2 { unified } => vec![unified.join(&group)],
+        Layout::Threads => Vec::new(),
     };
     let socket = dir.join("corral.sock");
     // The kill moments, reproducible from the seed.

@@ -31,6 +31,10 @@ impl LabGroups {
         match layout {
             Layout::V1 { cpu, .. } => LabGroups::create_at(cpu, true, name),
             Layout::V2 { unified } => LabGroups::create_at(unified, false, name),
+            Layout::Threads => Err(std::io::Error::other(
+                "the lab's experiments make groups of their own and need a cgroup hierarchy \
+                 (--cgroup v1 or v2)",
+            )),
         }
     }
 

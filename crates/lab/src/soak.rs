@@ -209,6 +209,7 @@ pub fn run(
     let mut leftovers: Vec<PathBuf> = match layout {
         Layout::V1 { cpu, cpuset } => vec![cpu.join(&group), cpuset.join(&group)],
         Layout::V2 { unified } => vec![unified.join(&group)],
+        Layout::Threads => Vec::new(),
     };
     leftovers.push(PathBuf::from("/run/corral").join(format!("{group}.json")));
     r.left = leftovers

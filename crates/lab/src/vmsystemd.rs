@@ -3,16 +3,21 @@
 //! `corral.service`, the unit file of `dist/systemd/`, installed by the
 //! guest's start script as `/etc/systemd/system/corral.service`.
 //!
-//! What it checks today (ARCHITECTURE.md, "On a systemd host"):
+//! What it checks (ARCHITECTURE.md, "On a systemd host"):
 //! - the unit file passes `systemd-analyze verify`;
-//! - `corral run` refuses systemd's v2 tree: the service fails to start
-//!   and writes nothing (no `corral` group, no attribute changed);
-//! - with `--dry-run` (a drop-in), the service reaches `active` through
-//!   `READY=1`, shows its status line, and is started again by systemd
-//!   after `systemctl kill -s KILL`; `systemctl stop` ends it cleanly
-//!   (`ExecStopPost=corral restore` included);
-//! - every cgroup attribute file outside corral.service's own cgroup
-//!   reads the same before and after.
+//! - `corral run --cgroup v2` refuses systemd's v2 tree (exit 78);
+//! - two CPU hogs, each in a transient unit of its own (`systemd-run`),
+//!   and corral.service as shipped: it reaches `active` through
+//!   `READY=1`, places through each thread's own levers and creates no
+//!   cgroup; each hog gets a CPU of its own by affinity, and stays in its
+//!   unit (`/proc/PID/cgroup` = the unit's `ControlGroup`);
+//! - `systemctl kill -s KILL corral` → systemd starts it again → it puts
+//!   back what the killed one did and takes the record over;
+//! - `systemctl stop` of a managed unit ends its process;
+//! - `systemctl stop corral` gives every thread its affinity back;
+//! - every cgroup attribute file outside corral.service's and the test
+//!   units' own cgroups reads the same before, while corral manages, and
+//!   after.
 
 use crate::vmguest::Check;
 use std::collections::BTreeMap;
@@ -22,7 +27,8 @@ use std::time::{Duration, Instant};
 
 const CGROUP: &str = "/sys/fs/cgroup";
 const UNIT: &str = "corral.service";
-const DROP_IN: &str = "/run/systemd/system/corral.service.d";
+/// The test's workload units.
+const HOGS: [&str; 2] = ["corral-test-hog1.service", "corral-test-hog2.service"];
 
 /// `PROGRAM ARGS`: (success, stdout + stderr, trimmed).
 fn output(program: &str, args: &[&str]) -> (bool, String) {
@@ -83,7 +89,47 @@ fn run_for(program: &str, args: &[&str], limit: Duration) -> (Option<i32>, Strin
 
 /// One property of corral.service (`systemctl show -p NAME --value`).
 fn prop(name: &str) -> String {
-    systemctl(&["show", UNIT, "-p", name, "--value"]).1
+    unit_prop(UNIT, name)
+}
+
+/// One property of `unit`.
+fn unit_prop(unit: &str, name: &str) -> String {
+    systemctl(&["show", unit, "-p", name, "--value"]).1
+}
+
+/// A process's affinity (`Cpus_allowed_list`), as text.
+fn affinity(pid: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "gone".into())
+}
+
+/// A process's v2 cgroup (`0::PATH` of `/proc/PID/cgroup`).
+fn cgroup_of(pid: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("0::"))
+                .map(String::from)
+        })
+        .unwrap_or_else(|| "gone".into())
+}
+
+/// Whether every hog has one CPU, none the same.
+fn hogs_apart(pids: &[String]) -> bool {
+    let masks: Vec<String> = pids.iter().map(|p| affinity(p)).collect();
+    masks.iter().all(|m| m.parse::<u32>().is_ok())
+        && masks
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            == masks.len()
 }
 
 /// Waits until `ok` holds (polling every 100 ms), up to `limit`.
@@ -101,12 +147,12 @@ fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
 }
 
 /// Every cgroup attribute file someone may write (mode has a write bit),
-/// with its contents, outside `skip` (a unit's own cgroup, which systemd
-/// creates and removes with it). Left out: files whose contents change
-/// by themselves, membership (`cgroup.procs`, `cgroup.threads`) as
+/// with its contents, outside the cgroups of `skip` (units' own cgroups,
+/// which systemd creates and removes with them). Left out: files whose
+/// contents change by themselves, membership (`cgroup.procs`, `cgroup.threads`) as
 /// processes come and go, pressure (`*.pressure`, writable to set a PSI
 /// trigger) and `memory.peak` (writable to reset it).
-fn snapshot(skip: &str) -> BTreeMap<String, String> {
+fn snapshot(skip: &[String]) -> BTreeMap<String, String> {
     use std::os::unix::fs::PermissionsExt;
     let mut out = BTreeMap::new();
     let mut dirs = vec![Path::new(CGROUP).to_path_buf()];
@@ -116,7 +162,12 @@ fn snapshot(skip: &str) -> BTreeMap<String, String> {
             .unwrap_or(&dir)
             .display()
             .to_string();
-        if !skip.is_empty() && rel.starts_with(skip) {
+        // `/system.slice/x.service`, as units name their ControlGroup.
+        let at = format!("/{}", rel.trim_start_matches('/'));
+        if skip
+            .iter()
+            .any(|k| at == *k || at.starts_with(&format!("{k}/")))
+        {
             continue;
         }
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -184,7 +235,13 @@ pub fn run() -> Vec<Check> {
     } else {
         own
     };
-    let before = snapshot(&own);
+    let mut skip: Vec<String> = vec![own];
+    skip.extend(HOGS.iter().map(|u| format!("/system.slice/{u}")));
+    let before = snapshot(&skip);
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
 
     let (ok, out) = output(
         "systemd-analyze",
@@ -196,79 +253,152 @@ pub fn run() -> Vec<Check> {
         format!("{out:?}"),
     );
 
-    // As shipped: corral refuses systemd's v2 tree, from a shell and as
-    // the service (whose journal lines a process this short-lived may
-    // lose: its exit status says it).
-    let (code, said) = run_for("/usr/bin/corral", &["run", "--socket", "none"], SHELL_LIMIT);
-    let refused = said.contains("systemd runs this host and owns its cgroup v2 tree");
+    // v2 groups asked for by name: refused (exit 78), nothing written.
+    let (code, said) = run_for(
+        "/usr/bin/corral",
+        &["run", "--cgroup", "v2", "--socket", "none"],
+        SHELL_LIMIT,
+    );
     check(
-        "corral run from a shell refuses systemd's v2 tree (exit 78, EX_CONFIG)",
-        code == Some(78) && refused,
+        "corral run --cgroup v2 from a shell refuses systemd's v2 tree (exit 78, EX_CONFIG)",
+        code == Some(78) && said.contains("systemd runs this host and owns its cgroup v2 tree"),
         format!("exit {code:?}: {:?}", said.trim()),
     );
-    let (started, out) = systemctl(&["start", UNIT]);
-    let (result, restarts) = (prop("Result"), prop("NRestarts"));
-    let ours = Path::new(CGROUP).join("corral").exists();
-    check(
-        "as corral.service it fails to start, is not restarted, and creates no group",
-        !started && result == "exit-code" && restarts == "0" && !ours,
-        format!(
-            "systemctl start: {}; Result {result}; NRestarts {restarts}; {CGROUP}/corral exists: {ours}",
-            if started { "succeeded".into() } else { out }
-        ),
-    );
-    let _ = systemctl(&["stop", UNIT]);
-    let _ = systemctl(&["reset-failed", UNIT]);
 
-    // The service's life cycle, with --dry-run (it writes nothing).
-    let dropped = std::fs::create_dir_all(DROP_IN).and_then(|_| {
-        std::fs::write(
-            format!("{DROP_IN}/dry-run.conf"),
-            "[Service]\nExecStart=\nExecStart=/usr/bin/corral run --dry-run\n",
-        )
-    });
-    let _ = systemctl(&["daemon-reload"]);
+    // The workload: two CPU hogs, each a unit of its own.
+    let mut pids = Vec::new();
+    for unit in HOGS {
+        let (ok, out) = output(
+            "systemd-run",
+            &["--unit", unit, "/bin/sh", "-c", "while :; do :; done"],
+        );
+        let pid = unit_prop(unit, "MainPID");
+        if !ok || pid == "0" {
+            check("the test units start", false, format!("{unit}: {out:?}"));
+            return checks;
+        }
+        pids.push(pid);
+    }
+    let units_cgroups = || -> (bool, String) {
+        let mut all = true;
+        let mut said = Vec::new();
+        for (unit, pid) in HOGS.iter().zip(&pids) {
+            let want = unit_prop(unit, "ControlGroup");
+            let have = cgroup_of(pid);
+            all &= have == want;
+            said.push(format!("{unit}: PID {pid} in {have}, unit's {want}"));
+        }
+        (all, said.join("; "))
+    };
+
+    // What the units' start changed (systemd's doing) is the baseline of
+    // the check while corral runs.
+    let base = snapshot(&skip);
+
+    // corral.service as shipped.
     let (started, out) = systemctl(&["start", UNIT]);
     let status = prop("StatusText");
+    let ours = Path::new(CGROUP).join("corral").exists();
     check(
-        "with --dry-run the service becomes active through READY=1 and shows its status",
-        dropped.is_ok()
-            && started
-            && prop("ActiveState") == "active"
-            && status.starts_with("managing"),
-        format!("start: {out:?}; StatusText {status:?}; drop-in: {dropped:?}"),
+        "as shipped, corral.service becomes active through READY=1, on per-thread levers, and creates no cgroup",
+        started && prop("ActiveState") == "active" && status.starts_with("managing") && !ours,
+        format!("start: {out:?}; StatusText {status:?}; {CGROUP}/corral exists: {ours}"),
     );
+    let apart = wait_until(Duration::from_secs(120), || hogs_apart(&pids));
+    let masks: Vec<String> = pids
+        .iter()
+        .map(|p| format!("PID {p}: {}", affinity(p)))
+        .collect();
+    check(
+        "each hog runs on a CPU of its own, by its affinity",
+        apart,
+        format!("online {online}; {}", masks.join(", ")),
+    );
+    let (inside, said) = units_cgroups();
+    check(
+        "while corral manages them, each hog's process stays in its unit's cgroup",
+        inside,
+        said,
+    );
+    let during = changes(&base, &snapshot(&skip));
+    check(
+        "while corral manages, no cgroup attribute outside the units' own changed",
+        during.is_empty() && !base.is_empty(),
+        if during.is_empty() {
+            format!("{} attribute files compared", base.len())
+        } else {
+            during.join("; ")
+        },
+    );
+
+    // Killed, started again by systemd: the new daemon puts back what the
+    // killed one did (its record), then places again.
     let pid0 = prop("MainPID");
     let _ = systemctl(&["kill", "-s", "KILL", UNIT]);
     let restarted = wait_until(Duration::from_secs(60), || {
         prop("ActiveState") == "active" && prop("MainPID") != pid0 && prop("NRestarts") == "1"
     });
+    let pid1 = prop("MainPID");
+    let record = std::fs::read_to_string("/run/corral/corral.json").unwrap_or_default();
+    let took_over = wait_until(Duration::from_secs(30), || {
+        std::fs::read_to_string("/run/corral/corral.json")
+            .is_ok_and(|r| r.contains(&format!("\"daemon_pid\":{pid1},")))
+    });
+    let apart_again = wait_until(Duration::from_secs(120), || hogs_apart(&pids));
     check(
-        "after systemctl kill -s KILL, systemd starts it again",
-        restarted,
+        "after systemctl kill -s KILL, systemd starts it again; it takes the record over and places again",
+        restarted && took_over && apart_again,
         format!(
-            "MainPID {pid0} -> {}, NRestarts {}, ActiveState {}",
-            prop("MainPID"),
+            "MainPID {pid0} -> {pid1}, NRestarts {}, ActiveState {}; record names the new daemon: {took_over}; hogs apart again: {apart_again} ({} bytes of record at the restart)",
             prop("NRestarts"),
-            prop("ActiveState")
-        ),
-    );
-    let (stopped, out) = systemctl(&["stop", UNIT]);
-    check(
-        "systemctl stop ends it cleanly",
-        stopped && prop("ActiveState") == "inactive" && prop("Result") == "success",
-        format!(
-            "stop: {out:?}; ActiveState {}, Result {}",
             prop("ActiveState"),
-            prop("Result")
+            record.len()
         ),
     );
-    let _ = std::fs::remove_dir_all(DROP_IN);
-    let _ = systemctl(&["daemon-reload"]);
 
-    let diff = changes(&before, &snapshot(&own));
+    // A managed unit stopped: its process ends.
+    let (stopped, out) = systemctl(&["stop", HOGS[0]]);
+    let gone = wait_until(Duration::from_secs(30), || {
+        !Path::new(&format!("/proc/{}", pids[0])).exists()
+    });
     check(
-        "no cgroup attribute outside corral.service's own cgroup changed",
+        "systemctl stop of a unit corral manages ends its process",
+        stopped && gone,
+        format!("stop {}: {out:?}; PID {} gone: {gone}", HOGS[0], pids[0]),
+    );
+
+    // corral stopped: the other hog has its affinity back, in its unit.
+    let (stopped, out) = systemctl(&["stop", UNIT]);
+    let back = affinity(&pids[1]);
+    let home = cgroup_of(&pids[1]);
+    let want = unit_prop(HOGS[1], "ControlGroup");
+    let record_left = Path::new("/run/corral/corral.json").exists();
+    check(
+        "systemctl stop corral gives the hog its affinity back, in its unit, and leaves no record",
+        stopped
+            && prop("Result") == "success"
+            && back == online
+            && home == want
+            && !record_left,
+        format!(
+            "stop: {out:?}; Result {}; PID {} affinity {back} (online {online}), cgroup {home} (unit's {want}); record left: {record_left}",
+            prop("Result"),
+            pids[1]
+        ),
+    );
+    let (stopped, out) = systemctl(&["stop", HOGS[1]]);
+    let gone = wait_until(Duration::from_secs(30), || {
+        !Path::new(&format!("/proc/{}", pids[1])).exists()
+    });
+    check(
+        "after corral stopped, systemctl stop of the other unit ends its process",
+        stopped && gone,
+        format!("stop {}: {out:?}; PID {} gone: {gone}", HOGS[1], pids[1]),
+    );
+
+    let diff = changes(&before, &snapshot(&skip));
+    check(
+        "after all, no cgroup attribute outside the units' own changed",
         diff.is_empty() && !before.is_empty(),
         if diff.is_empty() {
             format!("{} attribute files compared", before.len())

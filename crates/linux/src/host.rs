@@ -56,8 +56,16 @@ impl LinuxHost {
         let (cpu_mount, version_v1) = match &layout {
             Layout::V1 { cpu, .. } => (Some(cpu.clone()), true),
             Layout::V2 { unified } => (Some(unified.clone()), false),
+            // Units' weights still decide between cgroups: read them.
+            Layout::Threads => (
+                mounts
+                    .v2
+                    .as_ref()
+                    .filter(|h| h.root == "/")
+                    .map(|h| h.dir.clone()),
+                false,
+            ),
         };
-        let _ = mounts;
         Ok(LinuxHost {
             sampler: Sampler::new(paths.clone(), scope, online, root_name),
             placer: Placer::new(layout, root_name, &paths),
@@ -207,7 +215,11 @@ impl Host for LinuxHost {
             return Ok(());
         }
         match change {
-            Change::SetGroup(spec) => self.placer.set_group(spec),
+            Change::SetGroup(spec) => {
+                self.placer.set_group(spec)?;
+                self.sampler.set_own_masks(self.placer.narrow_masks());
+                Ok(())
+            }
             Change::Move { tid, pid, group } => {
                 if self.placer.move_thread(*tid, *pid, group)? {
                     self.sampler.pin(*tid, *pid);
@@ -215,7 +227,11 @@ impl Host for LinuxHost {
                 Ok(())
             }
             Change::Release { tid } => self.placer.release(*tid),
-            Change::RemoveGroup { name } => self.placer.remove_group(name),
+            Change::RemoveGroup { name } => {
+                self.placer.remove_group(name)?;
+                self.sampler.set_own_masks(self.placer.narrow_masks());
+                Ok(())
+            }
         }
     }
 
@@ -272,6 +288,7 @@ impl Host for LinuxHost {
                 format!("cgroup v1 ({}, {})", cpu.display(), cpuset.display())
             }
             Layout::V2 { unified } => format!("cgroup v2 ({})", unified.display()),
+            Layout::Threads => "per-thread levers (affinity, nice, slice; no cgroup)".into(),
         };
         if self.dry_run {
             format!("{backend}, dry run")

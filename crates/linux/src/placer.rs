@@ -1,7 +1,7 @@
 //! The applier: corral's groups in cgroupfs, and moving threads in and
 //! back out of them.
 //!
-//! Two backends behind one type, [`Placer`]:
+//! Three backends behind one type, [`Placer`]:
 //!
 //! - **v1**: a `corral/` group in the `cpu` hierarchy (`cpu.shares`) and
 //!   one in the `cpuset` hierarchy (`cpuset.cpus`, `cpuset.mems`), a child
@@ -15,6 +15,11 @@
 //!   managed thread into its group (`cgroup.threads`). corral never
 //!   changes anything above its own group: when the unified root does not
 //!   delegate `cpu` and `cpuset`, it says so and stops.
+//! - **threads**: no cgroup at all, for a host whose cgroup tree systemd
+//!   owns (ARCHITECTURE.md, "On a systemd host"). A group is a CPU set,
+//!   a nice value and a slice that its members get through their own
+//!   levers (`sched_setaffinity`, `sched_setattr`); every thread stays in
+//!   its unit. A group's weight has no lever here and is not applied.
 //!
 //! The placer remembers where every thread (v2: every process) was before
 //! its first move and puts it back on [`Placer::release`] and
@@ -25,7 +30,6 @@ use crate::cgroup::CgroupMounts;
 use crate::error::{Error, Result};
 use crate::paths::HostPaths;
 use corral_core::config::CgroupChoice;
-use corral_core::cpucount::CgroupVersion;
 use corral_core::plan::GroupSpec;
 use corral_core::share::shares_to_weight;
 use corral_core::CpuSet;
@@ -45,6 +49,8 @@ pub enum Layout {
         /// The unified hierarchy's mount directory.
         unified: PathBuf,
     },
+    /// Per-thread levers only; nothing is written to cgroupfs.
+    Threads,
 }
 
 impl Layout {
@@ -75,13 +81,16 @@ impl Layout {
             CgroupChoice::Auto => v1.or(v2).ok_or_else(|| {
                 "no cgroup hierarchy with the cpu and cpuset controllers is mounted".into()
             }),
+            CgroupChoice::Threads => Ok(Layout::Threads),
         }
     }
 
-    pub fn version(&self) -> CgroupVersion {
+    /// The record's name of the layout.
+    pub fn name(&self) -> &'static str {
         match self {
-            Layout::V1 { .. } => CgroupVersion::V1,
-            Layout::V2 { .. } => CgroupVersion::V2,
+            Layout::V1 { .. } => "v1",
+            Layout::V2 { .. } => "v2",
+            Layout::Threads => "threads",
         }
     }
 
@@ -89,7 +98,7 @@ impl Layout {
     /// the unified root must offer and delegate `cpu` and `cpuset`.
     pub fn check(&self) -> Result<(), String> {
         match self {
-            Layout::V1 { .. } => Ok(()),
+            Layout::V1 { .. } | Layout::Threads => Ok(()),
             Layout::V2 { unified } => {
                 let read = |f: &str| std::fs::read_to_string(unified.join(f)).unwrap_or_default();
                 let controllers = read("cgroup.controllers");
@@ -122,13 +131,15 @@ impl Layout {
     }
 }
 
-/// Where a thread (v1) or a process (v2) was before corral moved it.
+/// Where a thread (v1, threads) or a process (v2) was before corral
+/// moved it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Origin {
     pid: u32,
-    /// Start time of the keyed task (TID on v1, PID on v2).
+    /// Start time of the keyed task (TID on v1 and threads, PID on v2).
     start: Option<u64>,
-    /// v1: the cpu and cpuset paths; v2: the unified path (in `cpu`).
+    /// v1: the cpu and cpuset paths; v2: the unified path (in `cpu`);
+    /// threads: the affinity's CPU list in `cpuset`, `cpu` empty.
     cpu: String,
     cpuset: Option<String>,
 }
@@ -153,6 +164,9 @@ pub struct Reconciled {
     pub to_origin: usize,
     /// Threads whose nice value and slice were given back.
     pub attrs_restored: usize,
+    /// threads: threads whose affinity was given back (recorded ones, and
+    /// those born to them with a group's CPU set).
+    pub affinities_restored: usize,
     /// Group directories removed (roots included).
     pub groups_removed: usize,
 }
@@ -160,7 +174,10 @@ pub struct Reconciled {
 impl Reconciled {
     /// Whether anything was left behind.
     pub fn found_anything(&self) -> bool {
-        self.record_of.is_some() || self.moved > 0 || self.groups_removed > 0
+        self.record_of.is_some()
+            || self.moved > 0
+            || self.groups_removed > 0
+            || self.affinities_restored > 0
     }
 }
 
@@ -191,6 +208,11 @@ pub struct Placer {
     v2_members: HashMap<u32, BTreeSet<u32>>,
     /// Where each managed thread is now.
     placed: HashMap<u32, (u32, String)>,
+    /// threads: each group's CPU set, given to its members as affinity.
+    masks: HashMap<String, CpuSet>,
+    /// threads: corral's own affinity (all CPUs it may use), what a
+    /// thread born to a member gets back when its process has no record.
+    own_mask: CpuSet,
     procfs: PathBuf,
 }
 
@@ -210,6 +232,11 @@ impl Placer {
             origins: HashMap::new(),
             v2_members: HashMap::new(),
             placed: HashMap::new(),
+            masks: HashMap::new(),
+            own_mask: crate::procfs::cpus_allowed(paths, None)
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
             procfs: paths.procfs.clone(),
         }
     }
@@ -225,6 +252,7 @@ impl Placer {
                 vec![cpu.join(&self.root_name), cpuset.join(&self.root_name)]
             }
             Layout::V2 { unified } => vec![unified.join(&self.root_name)],
+            Layout::Threads => Vec::new(),
         }
     }
 
@@ -279,13 +307,11 @@ impl Placer {
                 version: crate::state::VERSION,
                 daemon_pid: me,
                 daemon_start: crate::state::start_time(Path::new("/proc"), me, me),
-                layout: match self.layout {
-                    Layout::V1 { .. } => "v1".into(),
-                    Layout::V2 { .. } => "v2".into(),
-                },
+                layout: self.layout.name().into(),
                 root_name: self.root_name.clone(),
                 origins,
                 attrs,
+                masks: self.narrow_masks().iter().map(|m| m.to_string()).collect(),
             },
         )
     }
@@ -298,7 +324,7 @@ impl Placer {
         let mut added = Vec::new();
         for &(tid, pid) in moves {
             let key = match self.layout {
-                Layout::V1 { .. } => tid,
+                Layout::V1 { .. } | Layout::Threads => tid,
                 Layout::V2 { .. } => pid,
             };
             if self.origins.contains_key(&key) || !self.alive(pid, tid) {
@@ -360,7 +386,9 @@ impl Placer {
             for o in &s.origins {
                 let (pid, tid) = (o.pid, o.key);
                 let now = match self.layout {
-                    Layout::V1 { .. } => crate::state::start_time(&self.procfs, pid, tid),
+                    Layout::V1 { .. } | Layout::Threads => {
+                        crate::state::start_time(&self.procfs, pid, tid)
+                    }
                     Layout::V2 { .. } => crate::state::start_time(&self.procfs, pid, pid),
                 };
                 if now.is_some() && now == o.start {
@@ -411,6 +439,19 @@ impl Placer {
                 out.groups_removed += 1;
             }
         }
+        if let (Layout::Threads, Some(s)) = (&self.layout, &record) {
+            // Every recorded thread gets its affinity back, and so does a
+            // thread born to one of them with a group's CPU set.
+            let masks: Vec<CpuSet> = s.masks.iter().filter_map(|m| m.parse().ok()).collect();
+            let tids: Vec<u32> = self.origins.keys().copied().collect();
+            for tid in tids {
+                let o = self.origins[&tid].clone();
+                if self.put_back_affinity(o.pid, tid, &o) {
+                    out.affinities_restored += 1;
+                }
+            }
+            out.affinities_restored += self.widen_inherited(&masks);
+        }
         if let Some(s) = &record {
             for a in &s.attrs {
                 let now = crate::state::start_time(&self.procfs, a.pid, a.tid);
@@ -431,6 +472,7 @@ impl Placer {
         self.groups.clear();
         self.placed.clear();
         self.v2_members.clear();
+        self.masks.clear();
         self.created_root = false;
         self.persist()?;
         Ok(out)
@@ -467,6 +509,7 @@ impl Placer {
                 mkdir(&root)?;
                 write(&root.join("cgroup.subtree_control"), "+cpu +cpuset")?;
             }
+            Layout::Threads => {}
         }
         self.created_root = true;
         Ok(())
@@ -530,6 +573,23 @@ impl Placer {
                     &dir.join("cpu.weight"),
                     &shares_to_weight(spec.shares).to_string(),
                 )?;
+            }
+            Layout::Threads => {
+                // XXX: no lever for the group's weight (`spec.shares`).
+                if self.masks.get(&spec.name) != Some(&spec.cpus) {
+                    self.masks.insert(spec.name.clone(), spec.cpus.clone());
+                    // Recorded before any member gets the new set.
+                    self.persist()?;
+                    let members: Vec<(u32, u32)> = self
+                        .placed
+                        .iter()
+                        .filter(|(_, (_, g))| *g == spec.name)
+                        .map(|(&tid, &(pid, _))| (pid, tid))
+                        .collect();
+                    for (pid, tid) in members {
+                        self.set_affinity(pid, tid, &spec.cpus);
+                    }
+                }
             }
         }
         self.groups.insert(spec.name.clone());
@@ -597,6 +657,22 @@ impl Placer {
                     return Ok(false);
                 }
                 self.v2_members.entry(pid).or_default().insert(tid);
+            }
+            Layout::Threads => {
+                if !self.origins.contains_key(&tid) {
+                    let Some(origin) = self.read_origin(pid, tid)? else {
+                        return Ok(false);
+                    };
+                    self.origins.insert(tid, origin);
+                    if let Err(e) = self.persist() {
+                        self.origins.remove(&tid);
+                        return Err(e);
+                    }
+                }
+                let cpus = self.masks.get(group).cloned().unwrap_or_default();
+                if !self.set_affinity(pid, tid, &cpus) {
+                    return Ok(false);
+                }
             }
         }
         self.placed.insert(tid, (pid, group.to_string()));
@@ -706,8 +782,134 @@ impl Placer {
                     write_task(&root.join("cgroup.threads"), &tid.to_string())?;
                 }
             }
+            Layout::Threads => {
+                if let Some(origin) = self.origins.remove(&tid) {
+                    if tid_alive {
+                        self.put_back_affinity(pid, tid, &origin);
+                    }
+                }
+            }
         }
         Ok(())
+    }
+
+    /// threads: gives `tid` the CPU set `cpus` unless it has it; `false`
+    /// when the thread is gone. A set the kernel refuses (no online CPU
+    /// after a hot-plug) leaves the thread as it is.
+    fn set_affinity(&self, pid: u32, tid: u32, cpus: &CpuSet) -> bool {
+        if cpus.is_empty() || !self.alive(pid, tid) {
+            return self.alive(pid, tid);
+        }
+        if self.thread_mask(pid, tid).as_ref() == Some(cpus) {
+            return true;
+        }
+        match crate::sched::sched_setaffinity(tid, cpus) {
+            Ok(()) => true,
+            Err(e) if e.is_gone() => false,
+            Err(_) => true,
+        }
+    }
+
+    /// threads: puts back the affinity a thread had; whether it was set.
+    fn put_back_affinity(&self, pid: u32, tid: u32, origin: &Origin) -> bool {
+        let Some(cpus) = origin
+            .cpuset
+            .as_deref()
+            .and_then(|c| c.parse::<CpuSet>().ok())
+        else {
+            return false;
+        };
+        self.alive(pid, tid) && crate::sched::sched_setaffinity(tid, &cpus).is_ok()
+    }
+
+    /// A thread's affinity as `/proc` shows it (offline CPUs included).
+    fn thread_mask(&self, pid: u32, tid: u32) -> Option<CpuSet> {
+        let path = self
+            .procfs
+            .join(pid.to_string())
+            .join("task")
+            .join(tid.to_string())
+            .join("status");
+        let text = std::fs::read_to_string(path).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .and_then(|l| l.trim().parse().ok())
+    }
+
+    /// threads: the groups' CPU sets narrower than corral's own, which a
+    /// thread born to a member inherits.
+    pub fn narrow_masks(&self) -> Vec<CpuSet> {
+        let mut v: Vec<CpuSet> = self
+            .masks
+            .values()
+            .filter(|m| **m != self.own_mask)
+            .cloned()
+            .collect();
+        v.sort_by_key(|m| m.to_string());
+        v.dedup();
+        v
+    }
+
+    /// threads: every thread that holds one of `masks` but was not placed
+    /// by corral — born to a member, it inherited the member's CPU set —
+    /// gets the affinity recorded for its process (or its nearest
+    /// recorded ancestor's, else corral's own). Only processes that are
+    /// recorded, or descend from one, are looked at. Returns how many
+    /// threads changed.
+    fn widen_inherited(&self, masks: &[CpuSet]) -> usize {
+        if masks.is_empty() {
+            return 0;
+        }
+        let by_pid: HashMap<u32, &Origin> = self.origins.values().map(|o| (o.pid, o)).collect();
+        let mut changed = 0;
+        let Ok(entries) = std::fs::read_dir(&self.procfs) else {
+            return 0;
+        };
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            // The process, then its ancestors: the first recorded one.
+            let mut at = Some(pid);
+            let mut origin = None;
+            for _ in 0..32 {
+                let Some(p) = at.filter(|&p| p > 1) else {
+                    break;
+                };
+                if let Some(o) = by_pid.get(&p) {
+                    origin = Some(*o);
+                    break;
+                }
+                at = tgid_parent(&self.procfs, p);
+            }
+            let Some(origin) = origin else { continue };
+            let target = origin
+                .cpuset
+                .as_deref()
+                .and_then(|c| c.parse::<CpuSet>().ok())
+                .unwrap_or_else(|| self.own_mask.clone());
+            let Ok(tasks) = std::fs::read_dir(e.path().join("task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if self.placed.contains_key(&tid) {
+                    continue;
+                }
+                let Some(now) = self.thread_mask(pid, tid) else {
+                    continue;
+                };
+                if masks.contains(&now)
+                    && now != target
+                    && crate::sched::sched_setaffinity(tid, &target).is_ok()
+                {
+                    changed += 1;
+                }
+            }
+        }
+        changed
     }
 
     fn put_back_v1(&self, cpu: &Path, cpuset: &Path, tid: u32, origin: &Origin) -> Result<()> {
@@ -725,6 +927,14 @@ impl Placer {
     /// affinity under it (lld crashed that way). The group's weight falls
     /// to an ordinary one meanwhile.
     pub fn remove_group(&mut self, name: &str) -> Result<()> {
+        if matches!(self.layout, Layout::Threads) {
+            // Nothing on disk; a thread born to a member keeps the set
+            // until the daemon places it or restores.
+            self.groups.remove(name);
+            self.attrs.remove(name);
+            self.masks.remove(name);
+            return Ok(());
+        }
         if self.born_inside(name) {
             self.groups.remove(name);
             self.attrs.remove(name);
@@ -738,6 +948,7 @@ impl Placer {
                     unified.join(&self.root_name).join(name).join("cpu.weight"),
                     "100",
                 ),
+                Layout::Threads => return Ok(()),
             };
             let _ = write_if_differs(&file, value);
             return Ok(());
@@ -759,6 +970,7 @@ impl Placer {
                     .join(name)
                     .join("cgroup.threads")]
             }
+            Layout::Threads => return false,
         };
         dirs.iter().any(|f| {
             std::fs::read_to_string(f).is_ok_and(|t| {
@@ -796,6 +1008,13 @@ impl Placer {
     /// groups, and removes every group and corral's roots.
     pub fn restore_all(&mut self) -> Result<()> {
         let mut first_error = None;
+        if matches!(self.layout, Layout::Threads) {
+            // Threads born to members first, while their processes'
+            // origins are known (a release forgets its own).
+            let masks = self.narrow_masks();
+            self.widen_inherited(&masks);
+            self.masks.clear();
+        }
         let tids: Vec<u32> = self.placed.keys().copied().collect();
         for tid in tids {
             if let Err(e) = self.release(tid) {
@@ -836,6 +1055,7 @@ impl Placer {
     fn drain(&self, dir: &Path) -> Result<(usize, usize)> {
         let (mut moved, mut to_origin) = (0, 0);
         match &self.layout {
+            Layout::Threads => {}
             Layout::V1 { cpu, cpuset } => {
                 let Some(text) = crate::fsutil::read_opt(&dir.join("tasks"))? else {
                     return Ok((0, 0));
@@ -946,6 +1166,28 @@ impl Placer {
 
     /// Where the thread is now, from `/proc/PID/task/TID/cgroup`.
     fn read_origin(&self, pid: u32, tid: u32) -> Result<Option<Origin>> {
+        if matches!(self.layout, Layout::Threads) {
+            let Some(now) = self.thread_mask(pid, tid) else {
+                return Ok(None);
+            };
+            // A set corral gave a member, inherited at birth: the thread
+            // goes back to what its process's recorded threads had.
+            let mask = if self.narrow_masks().contains(&now) {
+                self.origins
+                    .values()
+                    .find(|o| o.pid == pid)
+                    .and_then(|o| o.cpuset.clone())
+                    .unwrap_or_else(|| self.own_mask.to_string())
+            } else {
+                now.to_string()
+            };
+            return Ok(Some(Origin {
+                pid,
+                start: crate::state::start_time(&self.procfs, pid, tid),
+                cpu: String::new(),
+                cpuset: Some(mask),
+            }));
+        }
         let path = self
             .procfs
             .join(pid.to_string())
@@ -976,7 +1218,7 @@ impl Placer {
             }
         }
         Ok(Some(match self.layout {
-            Layout::V1 { .. } => Origin {
+            Layout::V1 { .. } | Layout::Threads => Origin {
                 pid,
                 start: crate::state::start_time(&self.procfs, pid, tid),
                 cpu: cpu.unwrap_or_else(|| "/".into()),
@@ -1006,6 +1248,7 @@ impl Placer {
         let file = match &self.layout {
             Layout::V1 { cpuset, .. } => cpuset.join("cpuset.cpus"),
             Layout::V2 { unified } => unified.join("cpuset.cpus.effective"),
+            Layout::Threads => return crate::sched::sched_getaffinity(None).ok(),
         };
         std::fs::read_to_string(file)
             .ok()
@@ -1021,6 +1264,14 @@ fn existing_or_root(mount: &Path, path: &str) -> PathBuf {
     } else {
         mount.to_path_buf()
     }
+}
+
+/// The parent process of process `pid` (`PPid:`).
+fn tgid_parent(procfs: &Path, pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(procfs.join(pid.to_string()).join("status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 fn tgid(procfs: &Path, tid: u32) -> Option<u32> {

@@ -89,6 +89,9 @@ pub struct Sampler {
     pinned: HashMap<u32, u32>,
     /// `/<corral's root>/`: cgroup paths below it are corral's groups.
     own_groups: String,
+    /// The CPU sets corral's per-thread backend gives its groups: a thread
+    /// born to a member inherits one, and corral, not its program, narrowed it.
+    own_masks: Vec<CpuSet>,
     exe_cache: HashMap<u32, Option<Arc<str>>>,
     want_exe: bool,
     generation: u64,
@@ -125,6 +128,7 @@ impl Sampler {
             scoped_pids: HashMap::new(),
             pinned: HashMap::new(),
             own_groups: format!("/{own_root}/"),
+            own_masks: Vec::new(),
             exe_cache: HashMap::new(),
             want_exe: false,
             generation: 0,
@@ -134,6 +138,11 @@ impl Sampler {
             zombies: HashSet::new(),
             forks_reported: false,
         }
+    }
+
+    /// The CPU sets corral itself gives threads (the per-thread backend).
+    pub fn set_own_masks(&mut self, masks: Vec<CpuSet>) {
+        self.own_masks = masks;
     }
 
     /// Checks the scope's roots before the daemon starts: a `--scope-pid`
@@ -555,7 +564,8 @@ impl Sampler {
             let ours = sample
                 .cgroup
                 .as_deref()
-                .is_some_and(|c| c.starts_with(&self.own_groups));
+                .is_some_and(|c| c.starts_with(&self.own_groups))
+                || self.own_masks.contains(&allowed);
             if sample.affinity_narrowed && !ours {
                 sample.allowed = Some(allowed);
             }

@@ -28,6 +28,29 @@ pub fn sched_getaffinity(pid: Option<u32>) -> Result<CpuSet> {
         .collect())
 }
 
+/// `sched_setaffinity(2)` of thread `tid`. CPUs of `cpus` that are offline
+/// are accepted (the kernel keeps the requested mask, 6.2+, and runs the
+/// thread on its online part); a set with no online CPU is EINVAL.
+pub fn sched_setaffinity(tid: u32, cpus: &CpuSet) -> Result<()> {
+    let pid = i32::try_from(tid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or(Error::NoSuchProcess(tid))?;
+    let mut mask = rustix::thread::CpuSet::new();
+    for cpu in cpus.iter() {
+        if (cpu as usize) < rustix::thread::CpuSet::MAX_CPU {
+            mask.set(cpu as usize);
+        }
+    }
+    rustix::thread::sched_setaffinity(Some(pid), &mask).map_err(|e| match e {
+        rustix::io::Errno::SRCH => Error::NoSuchProcess(tid),
+        e => Error::Syscall {
+            call: "sched_setaffinity",
+            error: e.into(),
+        },
+    })
+}
+
 /// `struct sched_attr` (include/uapi/linux/sched/types.h), version 1.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

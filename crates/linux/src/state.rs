@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 /// The record's format version.
 pub const VERSION: u32 = 1;
 
-/// Where a thread (v1, keyed by TID) or a process (v2, keyed by PID) was.
+/// Where a thread (v1 and "threads", keyed by TID) or a process (v2,
+/// keyed by PID) was.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OriginRecord {
     pub key: u32,
@@ -55,12 +56,17 @@ pub struct State {
     pub daemon_pid: u32,
     /// Its start time, so a recycled PID is not taken for it.
     pub daemon_start: Option<u64>,
-    /// "v1" or "v2".
+    /// "v1", "v2" or "threads".
     pub layout: String,
     /// corral's group name under each mount.
     pub root_name: String,
     pub origins: Vec<OriginRecord>,
     pub attrs: Vec<AttrRecord>,
+    /// "threads": the CPU sets corral gave its groups' members, narrower
+    /// than the host's; a thread born to a member inherits one, and is
+    /// given its process's recorded affinity back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub masks: Vec<String>,
 }
 
 /// The record's file for group root `root_name` in `dir`.
@@ -182,6 +188,7 @@ mod tests {
                 nice: -3,
                 slice_ns: 0,
             }],
+            masks: vec!["3".into()],
         };
         store(&path, &s).unwrap();
         assert_eq!(load(&path).unwrap(), Some(s.clone()));

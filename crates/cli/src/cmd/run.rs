@@ -29,11 +29,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         config.daemon.interval_ms = ms;
     }
     if let Some(v) = &args.cgroup {
-        config.daemon.cgroup = match v.as_str() {
-            "v1" => CgroupChoice::V1,
-            "v2" => CgroupChoice::V2,
-            _ => CgroupChoice::Auto,
-        };
+        config.daemon.cgroup = cgroup_choice(v)?;
     }
     if let Some(s) = &args.socket {
         config.daemon.socket = s.to_string_lossy().into_owned();
@@ -49,20 +45,30 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
 
     let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
-    let layout = Layout::choose(&mounts, config.daemon.cgroup).map_err(anyhow::Error::msg)?;
+    let mut layout = Layout::choose(&mounts, config.daemon.cgroup).map_err(anyhow::Error::msg)?;
     // On a systemd host's v2 tree, corral's v2 groups would take services'
     // processes out of their units (ARCHITECTURE.md, "On a systemd
-    // host"): refused until corral works through systemd's levers.
+    // host"): corral places through each thread's own levers instead, or
+    // refuses when v2 groups were asked for by name.
     if matches!(layout, Layout::V2 { .. })
         && corral_linux::system::systemd_booted(std::path::Path::new("/run"))
     {
-        let why = "systemd runs this host and owns its cgroup v2 tree: corral's groups at the \
-                   top of the tree would take services' processes out of their units \
-                   (`systemctl stop` would no longer reach them, nor their limits apply). \
-                   corral does not yet place threads through systemd (per-thread levers and \
-                   its D-Bus API); see ARCHITECTURE.md, \"On a systemd host\"";
-        if let Some(code) = refuse(why, args.dry_run) {
-            return Ok(code);
+        if config.daemon.cgroup == CgroupChoice::Auto {
+            eprintln!(
+                "corral: note: systemd owns this host's cgroup v2 tree: corral writes no cgroup \
+                 and places threads through their own levers (affinity, nice, EEVDF slice); \
+                 group weights are not applied (ARCHITECTURE.md, \"On a systemd host\")"
+            );
+            layout = Layout::Threads;
+        } else {
+            let why = "systemd runs this host and owns its cgroup v2 tree: corral's groups at \
+                       the top of the tree would take services' processes out of their units \
+                       (`systemctl stop` would no longer reach them, nor their limits apply); \
+                       use --cgroup threads (or auto) to place through each thread's own levers; \
+                       see ARCHITECTURE.md, \"On a systemd host\"";
+            if let Some(code) = refuse(why, args.dry_run) {
+                return Ok(code);
+            }
         }
     }
     if let Err(why) = layout.check() {
@@ -78,8 +84,13 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let cpu_mount = match &layout {
-        Layout::V1 { cpu, .. } => cpu.clone(),
-        Layout::V2 { unified } => unified.clone(),
+        Layout::V1 { cpu, .. } => Some(cpu.clone()),
+        Layout::V2 { unified } => Some(unified.clone()),
+        Layout::Threads => mounts
+            .v2
+            .as_ref()
+            .filter(|h| h.root == "/")
+            .map(|h| h.dir.clone()),
     };
     let scope = match (&args.scope_pid[..], &args.scope_cgroup[..]) {
         ([], []) => Scope::All,
@@ -88,6 +99,11 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             cgroups
                 .iter()
                 .map(|c| {
+                    let Some(cpu_mount) = &cpu_mount else {
+                        bail!(
+                            "--scope-cgroup {c}: no cgroup v2 hierarchy is mounted to find it in"
+                        );
+                    };
                     let dir = cpu_mount.join(c.trim_start_matches('/'));
                     anyhow::ensure!(
                         dir.is_dir(),
@@ -268,6 +284,17 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
 /// (which writes nothing), else an error and exit 78, EX_CONFIG
 /// (sysexits.h), on which corral.service does not restart
 /// (RestartPreventExitStatus=78): starting again would change nothing.
+/// `--cgroup`'s value.
+fn cgroup_choice(v: &str) -> anyhow::Result<CgroupChoice> {
+    Ok(match v {
+        "v1" => CgroupChoice::V1,
+        "v2" => CgroupChoice::V2,
+        "threads" => CgroupChoice::Threads,
+        "auto" => CgroupChoice::Auto,
+        _ => bail!("--cgroup must be auto, v1, v2 or threads, not {v:?}"),
+    })
+}
+
 fn refuse(why: &str, dry_run: bool) -> Option<ExitCode> {
     if dry_run {
         eprintln!("corral: warning: {why} (dry run: nothing is written)");
@@ -344,6 +371,15 @@ fn raise_nofile_limit() {
 
 /// What a start found of a killed daemon's work, in a sentence.
 fn describe_reconciled(r: &corral_linux::placer::Reconciled) -> String {
+    if r.affinities_restored > 0 && r.groups_removed == 0 {
+        return format!(
+            "found what {} left behind: gave {} thread(s) back their affinity and {} their nice value and slice",
+            r.record_of
+                .map_or("an earlier corral (no record)".to_string(), |p| format!("corral PID {p}")),
+            r.affinities_restored,
+            r.attrs_restored
+        );
+    }
     format!(
         "found what {} left behind: moved {} task(s) out of its groups ({} to their recorded origin, {} to the root), gave {} thread(s) back their nice value and slice, removed {} group(s)",
         r.record_of
@@ -367,14 +403,19 @@ pub fn restore(paths: &HostPaths, args: &RestoreArgs) -> anyhow::Result<ExitCode
             args.group_name
         );
     }
-    let choice = match args.cgroup.as_str() {
-        "v1" => CgroupChoice::V1,
-        "v2" => CgroupChoice::V2,
-        _ => CgroupChoice::Auto,
-    };
+    let mut choice = cgroup_choice(&args.cgroup)?;
+    let file = corral_linux::state::path_for(&args.state_dir, &args.group_name);
+    // A record names the layout its daemon used: the per-thread one has
+    // no groups to find.
+    if choice == CgroupChoice::Auto {
+        if let Ok(Some(record)) = corral_linux::state::load(&file) {
+            if record.layout == Layout::Threads.name() {
+                choice = CgroupChoice::Threads;
+            }
+        }
+    }
     let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
     let layout = Layout::choose(&mounts, choice).map_err(anyhow::Error::msg)?;
-    let file = corral_linux::state::path_for(&args.state_dir, &args.group_name);
     let mut placer = corral_linux::placer::Placer::new(layout, &args.group_name, paths);
     placer.set_state_file(file.clone());
     let r = placer

@@ -1,0 +1,164 @@
+//! The per-thread backend (`Layout::Threads`) on this machine's real
+//! threads: processes this test starts, nothing else. No cgroup is read or
+//! written; no privilege is needed (a process may change its children's
+//! affinity). Skips on a machine with one CPU.
+
+use corral_core::plan::{GroupKind, GroupSpec};
+use corral_core::CpuSet;
+use corral_linux::placer::{Layout, Placer};
+use corral_linux::{sched, HostPaths};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+fn mask(pid: u32) -> CpuSet {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn children(pid: u32) -> Vec<u32> {
+    let text =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    text.split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// `sh` that forks a `sleep` after `delay`: the child inherits whatever
+/// affinity the shell has then.
+fn forker(delay: &str) -> Child {
+    Command::new("sh")
+        .args(["-c", &format!("sleep {delay}; sleep 30 & wait")])
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for_child(pid: u32) -> u32 {
+    let t0 = Instant::now();
+    loop {
+        // The shell's own `sleep {delay}` comes and goes first.
+        if let Some(&c) = children(pid).iter().find(|&&c| {
+            std::fs::read_to_string(format!("/proc/{c}/cmdline")).is_ok_and(|s| s.contains("30"))
+        }) {
+            return c;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the shell forked no sleep"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn spec(name: &str, cpus: &CpuSet) -> GroupSpec {
+    GroupSpec {
+        name: name.into(),
+        kind: GroupKind::Dedicated,
+        cpus: cpus.clone(),
+        shares: 10240,
+        slice_ns: None,
+        nice: None,
+    }
+}
+
+fn setup(name: &str) -> Option<(CpuSet, CpuSet, tempfile::TempDir)> {
+    let all = sched::sched_getaffinity(None).unwrap();
+    if all.len() < 2 {
+        eprintln!("SKIP {name}: one CPU, nothing to narrow");
+        return None;
+    }
+    let one: CpuSet = [all.last().unwrap()].into_iter().collect();
+    Some((all, one, tempfile::tempdir().unwrap()))
+}
+
+fn end(mut c: Child, pid: u32) {
+    for k in children(pid) {
+        let _ = Command::new("kill").arg(k.to_string()).status();
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+#[test]
+fn a_member_gets_its_groups_cpus_and_restore_gives_it_and_its_children_their_own() {
+    let Some((all, one, dir)) =
+        setup("a_member_gets_its_groups_cpus_and_restore_gives_it_and_its_children_their_own")
+    else {
+        return;
+    };
+    let sh = forker("0.5");
+    let pid = sh.id();
+    let before = mask(pid);
+    assert_eq!(before, all);
+    let mut p = Placer::new(
+        Layout::Threads,
+        "corral-test-threads",
+        &HostPaths::default(),
+    );
+    p.set_state_file(dir.path().join("record.json"));
+    p.set_group(&spec("dedicated-cpu", &one)).unwrap();
+    p.prepare(&[(pid, pid)]).unwrap();
+    assert!(p.move_thread(pid, pid, "dedicated-cpu").unwrap());
+    assert_eq!(mask(pid), one, "the member runs on its group's CPUs");
+    assert_eq!(p.narrow_masks(), vec![one.clone()]);
+    // Born to the member, the sleep inherits its CPU set.
+    let kid = wait_for_child(pid);
+    assert_eq!(mask(kid), one);
+    // The record names the set, for a restore after a crash.
+    let record = std::fs::read_to_string(dir.path().join("record.json")).unwrap();
+    assert!(record.contains("\"threads\""), "{record}");
+    p.restore_all().unwrap();
+    assert_eq!(mask(pid), before, "the member has its own affinity back");
+    assert_eq!(mask(kid), before, "so does the thread born to it");
+    assert!(!dir.path().join("record.json").exists());
+    end(sh, pid);
+}
+
+#[test]
+fn after_a_crash_reconcile_gives_back_the_recorded_affinity_and_the_inherited_one() {
+    let Some((all, one, dir)) =
+        setup("after_a_crash_reconcile_gives_back_the_recorded_affinity_and_the_inherited_one")
+    else {
+        return;
+    };
+    let sh = forker("0.5");
+    let pid = sh.id();
+    let record = dir.path().join("record.json");
+    {
+        let mut p = Placer::new(
+            Layout::Threads,
+            "corral-test-threads",
+            &HostPaths::default(),
+        );
+        p.set_state_file(record.clone());
+        p.set_group(&spec("dedicated-cpu", &one)).unwrap();
+        p.prepare(&[(pid, pid)]).unwrap();
+        assert!(p.move_thread(pid, pid, "dedicated-cpu").unwrap());
+        // The daemon dies here: nothing is put back.
+    }
+    let kid = wait_for_child(pid);
+    assert_eq!((mask(pid), mask(kid)), (one.clone(), one.clone()));
+    // The record says "written by a daemon that is gone" only when its
+    // writer is not alive: this test process wrote it, so make it a
+    // stranger's by hand (a PID that is not running).
+    let text = std::fs::read_to_string(&record).unwrap();
+    let me = format!("\"daemon_pid\":{}", std::process::id());
+    assert!(text.contains(&me), "{text}");
+    std::fs::write(&record, text.replace(&me, "\"daemon_pid\":4194304")).unwrap();
+    let mut q = Placer::new(
+        Layout::Threads,
+        "corral-test-threads",
+        &HostPaths::default(),
+    );
+    q.set_state_file(record.clone());
+    let r = q.reconcile().unwrap();
+    assert_eq!(r.record_of, Some(4_194_304));
+    assert_eq!(r.affinities_restored, 2, "{r:?}");
+    assert_eq!((mask(pid), mask(kid)), (all.clone(), all));
+    q.drop_state_file().unwrap();
+    end(sh, pid);
+}

@@ -784,7 +784,11 @@ mod tests {
             None,
         );
         let cpu = p.dedicated_cpu(1).unwrap();
-        let sibling = if cpu % 2 == 0 { cpu ^ 2 } else { 4 - cpu };
+        let sibling = if cpu.is_multiple_of(2) {
+            cpu ^ 2
+        } else {
+            4 - cpu
+        };
         let shared = &p.group_of(2).unwrap().cpus;
         assert!(
             !shared.contains(sibling),

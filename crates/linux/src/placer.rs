@@ -30,7 +30,7 @@ use crate::cgroup::CgroupMounts;
 use crate::error::{Error, Result};
 use crate::paths::HostPaths;
 use corral_core::config::CgroupChoice;
-use corral_core::plan::GroupSpec;
+use corral_core::plan::{GroupKind, GroupSpec};
 use corral_core::share::shares_to_weight;
 use corral_core::CpuSet;
 use std::collections::{BTreeSet, HashMap};
@@ -167,6 +167,8 @@ pub struct Reconciled {
     /// threads: threads whose affinity was given back (recorded ones, and
     /// those born to them with a group's CPU set).
     pub affinities_restored: usize,
+    /// threads: units whose `CPUWeight` was given back.
+    pub units_restored: usize,
     /// Group directories removed (roots included).
     pub groups_removed: usize,
 }
@@ -178,6 +180,7 @@ impl Reconciled {
             || self.moved > 0
             || self.groups_removed > 0
             || self.affinities_restored > 0
+            || self.units_restored > 0
     }
 }
 
@@ -210,9 +213,25 @@ pub struct Placer {
     placed: HashMap<u32, (u32, String)>,
     /// threads: each group's CPU set, given to its members as affinity.
     masks: HashMap<String, CpuSet>,
+    /// threads: every set narrower than corral's own it ever gave out,
+    /// with when it first did (clock ticks after boot): a thread started
+    /// since, born to a member, may hold it.
+    given: HashMap<CpuSet, u64>,
+    /// threads: each process's affinity before corral changed any of its
+    /// threads, with the process's start time; kept until restore.
+    processes: HashMap<u32, (Option<u64>, CpuSet)>,
     /// threads: corral's own affinity (all CPUs it may use), what a
     /// thread born to a member gets back when its process has no record.
     own_mask: CpuSet,
+    /// threads: each group's kind (a latency group's members lift a
+    /// low-weight unit).
+    kinds: HashMap<String, GroupKind>,
+    /// threads: units whose `CPUWeight` corral raised: the property as it
+    /// was, and the latency-critical threads that hold it up.
+    raised: HashMap<String, (u64, BTreeSet<u32>)>,
+    /// threads: systemd's D-Bus API, connected when first needed; `Err`
+    /// once it failed (the unit-weight lever is then off).
+    systemd: Option<std::result::Result<crate::units::Systemd, String>>,
     procfs: PathBuf,
 }
 
@@ -233,10 +252,15 @@ impl Placer {
             v2_members: HashMap::new(),
             placed: HashMap::new(),
             masks: HashMap::new(),
+            given: HashMap::new(),
+            processes: HashMap::new(),
             own_mask: crate::procfs::cpus_allowed(paths, None)
                 .ok()
                 .flatten()
                 .unwrap_or_default(),
+            kinds: HashMap::new(),
+            raised: HashMap::new(),
+            systemd: None,
             procfs: paths.procfs.clone(),
         }
     }
@@ -311,7 +335,43 @@ impl Placer {
                 root_name: self.root_name.clone(),
                 origins,
                 attrs,
-                masks: self.narrow_masks().iter().map(|m| m.to_string()).collect(),
+                masks: {
+                    let mut m: Vec<crate::state::MaskRecord> = self
+                        .given
+                        .iter()
+                        .map(|(cpus, &since)| crate::state::MaskRecord {
+                            cpus: cpus.to_string(),
+                            since,
+                        })
+                        .collect();
+                    m.sort_by(|a, b| a.cpus.cmp(&b.cpus));
+                    m
+                },
+                processes: {
+                    let mut p: Vec<crate::state::ProcessRecord> = self
+                        .processes
+                        .iter()
+                        .map(|(&pid, (start, cpus))| crate::state::ProcessRecord {
+                            pid,
+                            start: *start,
+                            cpus: cpus.to_string(),
+                        })
+                        .collect();
+                    p.sort_by_key(|r| r.pid);
+                    p
+                },
+                units: {
+                    let mut u: Vec<crate::state::UnitRecord> = self
+                        .raised
+                        .iter()
+                        .map(|(unit, (w, _))| crate::state::UnitRecord {
+                            unit: unit.clone(),
+                            cpu_weight: *w,
+                        })
+                        .collect();
+                    u.sort_by(|a, b| a.unit.cmp(&b.unit));
+                    u
+                },
             },
         )
     }
@@ -334,6 +394,7 @@ impl Placer {
             // find it gone), not an error.
             match self.read_origin(pid, tid) {
                 Ok(Some(o)) => {
+                    self.note_process(pid, &o);
                     self.origins.insert(key, o);
                     added.push(key);
                 }
@@ -442,7 +503,16 @@ impl Placer {
         if let (Layout::Threads, Some(s)) = (&self.layout, &record) {
             // Every recorded thread gets its affinity back, and so does a
             // thread born to one of them with a group's CPU set.
-            let masks: Vec<CpuSet> = s.masks.iter().filter_map(|m| m.parse().ok()).collect();
+            for m in &s.masks {
+                if let Ok(cpus) = m.cpus.parse::<CpuSet>() {
+                    self.given.insert(cpus, m.since);
+                }
+            }
+            for r in &s.processes {
+                if let Ok(cpus) = r.cpus.parse::<CpuSet>() {
+                    self.processes.insert(r.pid, (r.start, cpus));
+                }
+            }
             let tids: Vec<u32> = self.origins.keys().copied().collect();
             for tid in tids {
                 let o = self.origins[&tid].clone();
@@ -450,7 +520,14 @@ impl Placer {
                     out.affinities_restored += 1;
                 }
             }
-            out.affinities_restored += self.widen_inherited(&masks);
+            out.affinities_restored += self.widen_inherited();
+            for u in &s.units {
+                if let Some(Ok(sd)) = self.systemd() {
+                    if sd.set_cpu_weight(&u.unit, u.cpu_weight).is_ok() {
+                        out.units_restored += 1;
+                    }
+                }
+            }
         }
         if let Some(s) = &record {
             for a in &s.attrs {
@@ -473,6 +550,9 @@ impl Placer {
         self.placed.clear();
         self.v2_members.clear();
         self.masks.clear();
+        self.given.clear();
+        self.processes.clear();
+        self.raised.clear();
         self.created_root = false;
         self.persist()?;
         Ok(out)
@@ -575,9 +655,15 @@ impl Placer {
                 )?;
             }
             Layout::Threads => {
-                // XXX: no lever for the group's weight (`spec.shares`).
+                // XXX: no lever for the group's weight (`spec.shares`); a
+                // latency group's members lift a low-weight unit instead.
+                self.kinds.insert(spec.name.clone(), spec.kind);
                 if self.masks.get(&spec.name) != Some(&spec.cpus) {
                     self.masks.insert(spec.name.clone(), spec.cpus.clone());
+                    if spec.cpus != self.own_mask && !self.given.contains_key(&spec.cpus) {
+                        let now = crate::state::now_ticks(&self.procfs).unwrap_or(0);
+                        self.given.insert(spec.cpus.clone(), now);
+                    }
                     // Recorded before any member gets the new set.
                     self.persist()?;
                     let members: Vec<(u32, u32)> = self
@@ -659,10 +745,18 @@ impl Placer {
                 self.v2_members.entry(pid).or_default().insert(tid);
             }
             Layout::Threads => {
+                // The unit's weight first: a failure leaves the thread as
+                // it was (and the lever off), and the move is tried again.
+                if self.kinds.get(group) == Some(&GroupKind::Latency) {
+                    self.lift_unit(pid, tid)?;
+                } else {
+                    self.drop_lift(tid);
+                }
                 if !self.origins.contains_key(&tid) {
                     let Some(origin) = self.read_origin(pid, tid)? else {
                         return Ok(false);
                     };
+                    self.note_process(pid, &origin);
                     self.origins.insert(tid, origin);
                     if let Err(e) = self.persist() {
                         self.origins.remove(&tid);
@@ -783,6 +877,7 @@ impl Placer {
                 }
             }
             Layout::Threads => {
+                self.drop_lift(tid);
                 if let Some(origin) = self.origins.remove(&tid) {
                     if tid_alive {
                         self.put_back_affinity(pid, tid, &origin);
@@ -791,6 +886,127 @@ impl Placer {
             }
         }
         Ok(())
+    }
+
+    /// threads: the first recorded thread of a process gives the process
+    /// its recorded affinity (what threads born to it get back).
+    fn note_process(&mut self, pid: u32, origin: &Origin) {
+        if !matches!(self.layout, Layout::Threads) || self.processes.contains_key(&pid) {
+            return;
+        }
+        if let Some(cpus) = origin
+            .cpuset
+            .as_deref()
+            .and_then(|c| c.parse::<CpuSet>().ok())
+        {
+            let start = crate::state::start_time(&self.procfs, pid, pid);
+            self.processes.insert(pid, (start, cpus));
+        }
+    }
+
+    /// threads: systemd's D-Bus API, connected on first use.
+    fn systemd(&mut self) -> Option<&std::result::Result<crate::units::Systemd, String>> {
+        if self.systemd.is_none() {
+            self.systemd = Some(crate::units::Systemd::connect().map_err(|e| e.to_string()));
+        }
+        self.systemd.as_ref()
+    }
+
+    /// threads: paper 002's rescue. A latency-critical thread in a unit
+    /// whose weight is below the default (a low `CPUWeight`) starves
+    /// beside hogs in other units however short its slice: its unit is
+    /// given the default weight (`SetUnitProperties`, runtime) while it
+    /// holds a latency-critical thread, and its own value back after.
+    /// Raising it lifts the unit's other threads too (ARCHITECTURE.md).
+    fn lift_unit(&mut self, pid: u32, tid: u32) -> Result<()> {
+        if self.raised.values().any(|(_, m)| m.contains(&tid)) {
+            return Ok(());
+        }
+        self.systemd();
+        let lever = |e: Error| Error::Syscall {
+            call: "unit weight",
+            error: std::io::Error::other(format!(
+                "{e} (corral no longer changes units' CPUWeight)"
+            )),
+        };
+        let Some(Ok(sd)) = &self.systemd else {
+            return Ok(());
+        };
+        let unit = match sd.unit_of_pid(pid) {
+            Ok(Some(u)) => u,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                let e = lever(e);
+                self.systemd = Some(Err(e.to_string()));
+                return Err(e);
+            }
+        };
+        if let Some((_, members)) = self.raised.get_mut(&unit) {
+            members.insert(tid);
+            return Ok(());
+        }
+        let before = match sd.cpu_weight(&unit) {
+            Ok(w) => w,
+            // A unit type without a weight (a target, a device): nothing to lift.
+            Err(_) => return Ok(()),
+        };
+        if crate::units::effective_weight(before) >= crate::units::WEIGHT_DEFAULT {
+            return Ok(());
+        }
+        self.raised
+            .insert(unit.clone(), (before, BTreeSet::from([tid])));
+        // Recorded before systemd changes it.
+        if let Err(e) = self.persist() {
+            self.raised.remove(&unit);
+            return Err(e);
+        }
+        let Some(Ok(sd)) = &self.systemd else {
+            return Ok(());
+        };
+        if let Err(e) = sd.set_cpu_weight(&unit, crate::units::WEIGHT_DEFAULT) {
+            self.raised.remove(&unit);
+            let _ = self.persist();
+            let e = lever(e);
+            self.systemd = Some(Err(e.to_string()));
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// threads: `tid` no longer holds its unit up; the last one out gives
+    /// the unit its own weight back.
+    fn drop_lift(&mut self, tid: u32) {
+        let Some(unit) = self
+            .raised
+            .iter()
+            .find(|(_, (_, m))| m.contains(&tid))
+            .map(|(u, _)| u.clone())
+        else {
+            return;
+        };
+        let (before, members) = self.raised.get_mut(&unit).expect("found above");
+        members.remove(&tid);
+        if !members.is_empty() {
+            return;
+        }
+        let before = *before;
+        if let Some(Ok(sd)) = self.systemd() {
+            let _ = sd.set_cpu_weight(&unit, before);
+        }
+        self.raised.remove(&unit);
+        let _ = self.persist();
+    }
+
+    /// threads: units corral raised, with their weight now; for `status`
+    /// and the tests.
+    pub fn raised_units(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self
+            .raised
+            .iter()
+            .map(|(u, (w, _))| (u.clone(), *w))
+            .collect();
+        v.sort();
+        v
     }
 
     /// threads: gives `tid` the CPU set `cpus` unless it has it; `false`
@@ -819,7 +1035,7 @@ impl Placer {
         else {
             return false;
         };
-        self.alive(pid, tid) && crate::sched::sched_setaffinity(tid, &cpus).is_ok()
+        self.alive(pid, tid) && self.set_back(tid, &cpus)
     }
 
     /// A thread's affinity as `/proc` shows it (offline CPUs included).
@@ -836,31 +1052,26 @@ impl Placer {
             .and_then(|l| l.trim().parse().ok())
     }
 
-    /// threads: the groups' CPU sets narrower than corral's own, which a
-    /// thread born to a member inherits.
+    /// threads: every CPU set narrower than corral's own it gave out,
+    /// which a thread born to a member inherits.
     pub fn narrow_masks(&self) -> Vec<CpuSet> {
-        let mut v: Vec<CpuSet> = self
-            .masks
-            .values()
-            .filter(|m| **m != self.own_mask)
-            .cloned()
-            .collect();
+        let mut v: Vec<CpuSet> = self.given.keys().cloned().collect();
         v.sort_by_key(|m| m.to_string());
-        v.dedup();
         v
     }
 
-    /// threads: every thread that holds one of `masks` but was not placed
-    /// by corral — born to a member, it inherited the member's CPU set —
-    /// gets the affinity recorded for its process (or its nearest
-    /// recorded ancestor's, else corral's own). Only processes that are
-    /// recorded, or descend from one, are looked at. Returns how many
-    /// threads changed.
-    fn widen_inherited(&self, masks: &[CpuSet]) -> usize {
-        if masks.is_empty() {
+    /// threads: every thread that holds a set corral gave out, started
+    /// after corral first gave it, in a process that is recorded or
+    /// descends from one (the start times must match: a PID may be
+    /// reused) — born to a member, it inherited the set — gets that
+    /// process's recorded affinity. XXX: a process reparented away from
+    /// the recorded one (a double fork, a daemon a member started) is not
+    /// found; the kernel's fork events would name it (not used yet).
+    /// Returns how many threads changed.
+    fn widen_inherited(&self) -> usize {
+        if self.given.is_empty() || self.processes.is_empty() {
             return 0;
         }
-        let by_pid: HashMap<u32, &Origin> = self.origins.values().map(|o| (o.pid, o)).collect();
         let mut changed = 0;
         let Ok(entries) = std::fs::read_dir(&self.procfs) else {
             return 0;
@@ -871,23 +1082,20 @@ impl Placer {
             };
             // The process, then its ancestors: the first recorded one.
             let mut at = Some(pid);
-            let mut origin = None;
+            let mut target = None;
             for _ in 0..32 {
                 let Some(p) = at.filter(|&p| p > 1) else {
                     break;
                 };
-                if let Some(o) = by_pid.get(&p) {
-                    origin = Some(*o);
+                if let Some((start, cpus)) = self.processes.get(&p) {
+                    if crate::state::start_time(&self.procfs, p, p) == *start {
+                        target = Some(cpus.clone());
+                    }
                     break;
                 }
                 at = tgid_parent(&self.procfs, p);
             }
-            let Some(origin) = origin else { continue };
-            let target = origin
-                .cpuset
-                .as_deref()
-                .and_then(|c| c.parse::<CpuSet>().ok())
-                .unwrap_or_else(|| self.own_mask.clone());
+            let Some(target) = target else { continue };
             let Ok(tasks) = std::fs::read_dir(e.path().join("task")) else {
                 continue;
             };
@@ -901,15 +1109,26 @@ impl Placer {
                 let Some(now) = self.thread_mask(pid, tid) else {
                     continue;
                 };
-                if masks.contains(&now)
-                    && now != target
-                    && crate::sched::sched_setaffinity(tid, &target).is_ok()
-                {
+                let Some(&since) = self.given.get(&now) else {
+                    continue;
+                };
+                let born_since =
+                    crate::state::start_time(&self.procfs, pid, tid).is_some_and(|st| st >= since);
+                if born_since && now != target && self.set_back(tid, &target) {
                     changed += 1;
                 }
             }
         }
         changed
+    }
+
+    /// threads: gives `tid` the affinity `cpus`; when the kernel refuses
+    /// it (none of them online now), the part corral may use, else all of
+    /// that. Whether one was set.
+    fn set_back(&self, tid: u32, cpus: &CpuSet) -> bool {
+        let part = cpus.intersection(&self.own_mask);
+        let try_set = |c: &CpuSet| !c.is_empty() && crate::sched::sched_setaffinity(tid, c).is_ok();
+        try_set(cpus) || try_set(&part) || try_set(&self.own_mask)
     }
 
     fn put_back_v1(&self, cpu: &Path, cpuset: &Path, tid: u32, origin: &Origin) -> Result<()> {
@@ -1011,9 +1230,18 @@ impl Placer {
         if matches!(self.layout, Layout::Threads) {
             // Threads born to members first, while their processes'
             // origins are known (a release forgets its own).
-            let masks = self.narrow_masks();
-            self.widen_inherited(&masks);
+            self.widen_inherited();
             self.masks.clear();
+            let units: Vec<(String, u64)> = self.raised.drain().map(|(u, (w, _))| (u, w)).collect();
+            if !units.is_empty() {
+                if let Some(Ok(sd)) = self.systemd() {
+                    for (unit, w) in units {
+                        if let Err(e) = sd.set_cpu_weight(&unit, w) {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+            }
         }
         let tids: Vec<u32> = self.placed.keys().copied().collect();
         for tid in tids {
@@ -1040,6 +1268,8 @@ impl Placer {
         if first_error.is_none() {
             self.origins.clear();
             self.old_attrs.clear();
+            self.given.clear();
+            self.processes.clear();
             if let Some(path) = &self.state_file {
                 if let Err(e) = crate::state::remove(path) {
                     first_error.get_or_insert(e);
@@ -1172,11 +1402,10 @@ impl Placer {
             };
             // A set corral gave a member, inherited at birth: the thread
             // goes back to what its process's recorded threads had.
-            let mask = if self.narrow_masks().contains(&now) {
-                self.origins
-                    .values()
-                    .find(|o| o.pid == pid)
-                    .and_then(|o| o.cpuset.clone())
+            let mask = if self.given.contains_key(&now) {
+                self.processes
+                    .get(&pid)
+                    .map(|(_, c)| c.to_string())
                     .unwrap_or_else(|| self.own_mask.to_string())
             } else {
                 now.to_string()

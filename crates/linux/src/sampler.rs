@@ -564,9 +564,18 @@ impl Sampler {
             let ours = sample
                 .cgroup
                 .as_deref()
-                .is_some_and(|c| c.starts_with(&self.own_groups))
-                || self.own_masks.contains(&allowed);
-            if sample.affinity_narrowed && !ours {
+                .is_some_and(|c| c.starts_with(&self.own_groups));
+            // Per-thread backend: a set corral gave out, held by a thread
+            // of a process with a placed thread or of its child, was
+            // inherited from a member: corral's to manage, not pinning.
+            // (The same set on another thread is somebody's pinning.)
+            let inherited = !self.own_masks.is_empty() && self.own_masks.contains(&allowed) && {
+                let parent = ppid(&self.paths, pid);
+                self.pinned.values().any(|&p| p == pid || Some(p) == parent)
+            };
+            if inherited {
+                sample.affinity_narrowed = false;
+            } else if sample.affinity_narrowed && !ours {
                 sample.allowed = Some(allowed);
             }
         }

@@ -62,11 +62,45 @@ pub struct State {
     pub root_name: String,
     pub origins: Vec<OriginRecord>,
     pub attrs: Vec<AttrRecord>,
-    /// "threads": the CPU sets corral gave its groups' members, narrower
-    /// than the host's; a thread born to a member inherits one, and is
-    /// given its process's recorded affinity back.
+    /// "threads": every CPU set corral gave members, narrower than the
+    /// host's, since it was first given; a thread born to a member
+    /// inherits one, and is given its process's recorded affinity back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub masks: Vec<String>,
+    pub masks: Vec<MaskRecord>,
+    /// "threads": each process's affinity before corral changed any of
+    /// its threads (kept after a release: threads born to it may hold a
+    /// set of corral's still).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessRecord>,
+    /// "threads": systemd units whose `CPUWeight` corral raised, with the
+    /// property as it was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<UnitRecord>,
+}
+
+/// A CPU set corral gave out, and when it first did (clock ticks after
+/// boot, as a thread's start time): only threads started since may have
+/// inherited it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaskRecord {
+    pub cpus: String,
+    pub since: u64,
+}
+
+/// A process's affinity before corral changed any of its threads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    pub pid: u32,
+    pub start: Option<u64>,
+    pub cpus: String,
+}
+
+/// A unit's `CPUWeight` property before corral changed it
+/// ([`crate::units::WEIGHT_UNSET`] when it was not set).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitRecord {
+    pub unit: String,
+    pub cpu_weight: u64,
 }
 
 /// The record's file for group root `root_name` in `dir`.
@@ -139,6 +173,14 @@ pub fn parse_start_time(stat: &str) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Now, in clock ticks after boot (`USER_HZ`, 100), as [`start_time`]
+/// counts: from `/proc/uptime`.
+pub fn now_ticks(procfs: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(procfs.join("uptime")).ok()?;
+    let secs: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some((secs * 100.0) as u64)
+}
+
 /// Whether `pid` is a live process started at `start` whose command is
 /// `corral` (a record's writer still running).
 pub fn daemon_alive(procfs: &Path, pid: u32, start: Option<u64>) -> bool {
@@ -188,7 +230,19 @@ mod tests {
                 nice: -3,
                 slice_ns: 0,
             }],
-            masks: vec!["3".into()],
+            masks: vec![MaskRecord {
+                cpus: "3".into(),
+                since: 12,
+            }],
+            processes: vec![ProcessRecord {
+                pid: 5,
+                start: Some(11),
+                cpus: "0-3".into(),
+            }],
+            units: vec![UnitRecord {
+                unit: "a.service".into(),
+                cpu_weight: u64::MAX,
+            }],
         };
         store(&path, &s).unwrap();
         assert_eq!(load(&path).unwrap(), Some(s.clone()));

@@ -162,3 +162,51 @@ fn after_a_crash_reconcile_gives_back_the_recorded_affinity_and_the_inherited_on
     q.drop_state_file().unwrap();
     end(sh, pid);
 }
+
+/// What the daemon does between the birth of a child and its exit: the
+/// member leaves its group (released, the group removed) or the group's
+/// CPU set changes. The child's inherited set is corral's still, and the
+/// restore gives it back.
+#[test]
+fn a_child_born_to_a_member_gets_its_affinity_back_after_release_removal_or_a_new_set() {
+    let Some((all, one, dir)) =
+        setup("a_child_born_to_a_member_gets_its_affinity_back_after_release_removal_or_a_new_set")
+    else {
+        return;
+    };
+    for case in ["released", "removed", "new set"] {
+        let sh = forker("0.3");
+        let pid = sh.id();
+        let mut p = Placer::new(
+            Layout::Threads,
+            "corral-test-threads",
+            &HostPaths::default(),
+        );
+        p.set_state_file(dir.path().join(format!("{case}.json")));
+        p.set_group(&spec("dedicated-cpu", &one)).unwrap();
+        p.prepare(&[(pid, pid)]).unwrap();
+        assert!(p.move_thread(pid, pid, "dedicated-cpu").unwrap());
+        let kid = wait_for_child(pid);
+        assert_eq!(mask(kid), one, "{case}");
+        match case {
+            "released" => p.release(pid).unwrap(),
+            "removed" => {
+                p.release(pid).unwrap();
+                p.remove_group("dedicated-cpu").unwrap();
+            }
+            _ => {
+                let other: CpuSet = [all.first().unwrap()].into_iter().collect();
+                p.set_group(&spec("dedicated-cpu", &other)).unwrap();
+                assert_eq!(mask(pid), other, "{case}");
+            }
+        }
+        assert_eq!(
+            mask(kid),
+            one,
+            "{case}: the child keeps the set until the restore"
+        );
+        p.restore_all().unwrap();
+        assert_eq!((mask(pid), mask(kid)), (all.clone(), all.clone()), "{case}");
+        end(sh, pid);
+    }
+}

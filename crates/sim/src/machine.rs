@@ -945,7 +945,7 @@ impl<K: SchedClass> Machine<K> {
         } else {
             (64_000_000 / self.tick_ns()).max(1)
         };
-        if self.ticks[cpu] % every == 0 {
+        if self.ticks[cpu].is_multiple_of(every) {
             self.balance(cpu, false);
         }
         // nohz_balancer_kick: a CPU with two or more runnable tasks has a

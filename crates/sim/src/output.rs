@@ -87,7 +87,7 @@ fn nice_step(span: Ns) -> Ns {
 }
 
 fn fmt_time(ns: Ns) -> String {
-    if ns >= 1_000_000_000 && ns % 1_000_000 == 0 {
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000) {
         format!("{} s", ns as f64 / 1e9)
     } else if ns >= 1_000_000 {
         format!("{} ms", ns as f64 / 1e6)

@@ -124,6 +124,15 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         // First undo whatever a killed daemon left (and refuse if it
         // still runs), then keep the record of this one's changes.
         let file = corral_linux::state::path_for(&args.state_dir, &args.group_name);
+        if let Some(found) = undo_other_layout(
+            paths,
+            &mounts,
+            &file,
+            &args.group_name,
+            host.placer_mut().layout(),
+        )? {
+            eprintln!("corral: {}", describe_reconciled(&found));
+        }
         host.placer_mut().set_state_file(file.clone());
         let found = host
             .placer_mut()
@@ -284,6 +293,46 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
 /// (which writes nothing), else an error and exit 78, EX_CONFIG
 /// (sysexits.h), on which corral.service does not restart
 /// (RestartPreventExitStatus=78): starting again would change nothing.
+/// A record written under another layout than `layout` (a daemon killed
+/// under `--cgroup threads`, started again with v2, or the other way) is
+/// undone with its own layout first: another backend would not know
+/// what it describes. `None` when there is no such record.
+fn undo_other_layout(
+    paths: &HostPaths,
+    mounts: &CgroupMounts,
+    file: &std::path::Path,
+    group_name: &str,
+    layout: &Layout,
+) -> anyhow::Result<Option<corral_linux::placer::Reconciled>> {
+    let record = corral_linux::state::load(file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let Some(record) = record.filter(|r| r.layout != layout.name()) else {
+        return Ok(None);
+    };
+    let choice = match record.layout.as_str() {
+        "threads" => CgroupChoice::Threads,
+        "v1" => CgroupChoice::V1,
+        "v2" => CgroupChoice::V2,
+        other => bail!("{}: unknown layout {other:?}", file.display()),
+    };
+    let theirs = Layout::choose(mounts, choice).map_err(|e| {
+        anyhow::anyhow!(
+            "{} was written under cgroup {}, which this host does not have now: {e}",
+            file.display(),
+            record.layout
+        )
+    })?;
+    let mut placer = corral_linux::placer::Placer::new(theirs, group_name, paths);
+    placer.set_state_file(file.to_path_buf());
+    let found = placer
+        .reconcile()
+        .with_context(|| format!("cannot undo {} (layout {})", file.display(), record.layout))?;
+    placer
+        .drop_state_file()
+        .with_context(|| format!("cannot remove {}", file.display()))?;
+    Ok(Some(found))
+}
+
 /// `--cgroup`'s value.
 fn cgroup_choice(v: &str) -> anyhow::Result<CgroupChoice> {
     Ok(match v {
@@ -371,13 +420,14 @@ fn raise_nofile_limit() {
 
 /// What a start found of a killed daemon's work, in a sentence.
 fn describe_reconciled(r: &corral_linux::placer::Reconciled) -> String {
-    if r.affinities_restored > 0 && r.groups_removed == 0 {
+    if (r.affinities_restored > 0 || r.units_restored > 0) && r.groups_removed == 0 {
         return format!(
-            "found what {} left behind: gave {} thread(s) back their affinity and {} their nice value and slice",
+            "found what {} left behind: gave {} thread(s) back their affinity and {} their nice value and slice, {} unit(s) their CPUWeight",
             r.record_of
                 .map_or("an earlier corral (no record)".to_string(), |p| format!("corral PID {p}")),
             r.affinities_restored,
-            r.attrs_restored
+            r.attrs_restored,
+            r.units_restored
         );
     }
     format!(
@@ -416,6 +466,9 @@ pub fn restore(paths: &HostPaths, args: &RestoreArgs) -> anyhow::Result<ExitCode
     }
     let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
     let layout = Layout::choose(&mounts, choice).map_err(anyhow::Error::msg)?;
+    if let Some(found) = undo_other_layout(paths, &mounts, &file, &args.group_name, &layout)? {
+        println!("corral restore: {}", describe_reconciled(&found));
+    }
     let mut placer = corral_linux::placer::Placer::new(layout, &args.group_name, paths);
     placer.set_state_file(file.clone());
     let r = placer

@@ -68,9 +68,11 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
     // this one still winding down) took CPU from the live side that the
     // simulated machine does not have: the bound widens by what they
     // took, measured in the same window.
-    // (Steal is already taken out of the live shares.)
+    // (Steal is already taken out of the live shares.) At most 5 pp more:
+    // beyond that the run says little, and the test fails rather than
+    // pass on a loose bound.
     let others_pp = case.others_cpu.max(0.0) * 100.0;
-    let bound = 5.0 + others_pp;
+    let bound = 5.0 + others_pp.min(5.0);
     eprintln!("others used {others_pp:.1} pp of a CPU in the live window: bound {bound:.1} pp");
     for t in &case.tasks {
         assert!(

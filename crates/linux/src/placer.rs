@@ -229,9 +229,12 @@ pub struct Placer {
     /// threads: units whose `CPUWeight` corral raised: the property as it
     /// was, and the latency-critical threads that hold it up.
     raised: HashMap<String, (u64, BTreeSet<u32>)>,
-    /// threads: systemd's D-Bus API, connected when first needed; `Err`
-    /// once it failed (the unit-weight lever is then off).
-    systemd: Option<std::result::Result<crate::units::Systemd, String>>,
+    /// threads: systemd's D-Bus API, connected when first needed (and
+    /// again after a failure, to give units back).
+    systemd: Option<crate::units::Systemd>,
+    /// threads: no new lifts after a failure (units lifted before are
+    /// still given back).
+    lifts_off: bool,
     procfs: PathBuf,
 }
 
@@ -261,6 +264,7 @@ impl Placer {
             kinds: HashMap::new(),
             raised: HashMap::new(),
             systemd: None,
+            lifts_off: false,
             procfs: paths.procfs.clone(),
         }
     }
@@ -522,10 +526,12 @@ impl Placer {
             }
             out.affinities_restored += self.widen_inherited();
             for u in &s.units {
-                if let Some(Ok(sd)) = self.systemd() {
-                    if sd.set_cpu_weight(&u.unit, u.cpu_weight).is_ok() {
-                        out.units_restored += 1;
-                    }
+                if self.give_back(&u.unit, u.cpu_weight).is_ok() {
+                    out.units_restored += 1;
+                } else {
+                    // Kept in the fresh record: a later restore tries again.
+                    self.raised
+                        .insert(u.unit.clone(), (u.cpu_weight, BTreeSet::new()));
                 }
             }
         }
@@ -552,7 +558,6 @@ impl Placer {
         self.masks.clear();
         self.given.clear();
         self.processes.clear();
-        self.raised.clear();
         self.created_root = false;
         self.persist()?;
         Ok(out)
@@ -745,13 +750,6 @@ impl Placer {
                 self.v2_members.entry(pid).or_default().insert(tid);
             }
             Layout::Threads => {
-                // The unit's weight first: a failure leaves the thread as
-                // it was (and the lever off), and the move is tried again.
-                if self.kinds.get(group) == Some(&GroupKind::Latency) {
-                    self.lift_unit(pid, tid)?;
-                } else {
-                    self.drop_lift(tid);
-                }
                 if !self.origins.contains_key(&tid) {
                     let Some(origin) = self.read_origin(pid, tid)? else {
                         return Ok(false);
@@ -773,6 +771,14 @@ impl Placer {
         match self.attrs.get(group).copied() {
             Some((nice, slice)) => self.set_attrs(pid, tid, nice, slice),
             None => self.restore_attrs(pid, tid),
+        }
+        if matches!(self.layout, Layout::Threads) {
+            // Placed first: a lever that fails leaves a placed thread
+            // (and says so once), never a lifted unit nobody holds.
+            match self.kinds.get(group) {
+                Some(GroupKind::Latency | GroupKind::Boost) => self.lift_unit(pid, tid)?,
+                _ => self.drop_lift(tid),
+            }
         }
         Ok(true)
     }
@@ -904,12 +910,26 @@ impl Placer {
         }
     }
 
-    /// threads: systemd's D-Bus API, connected on first use.
-    fn systemd(&mut self) -> Option<&std::result::Result<crate::units::Systemd, String>> {
+    /// threads: systemd's D-Bus API, connected on first use and again
+    /// after a failure.
+    fn systemd(&mut self) -> Result<&crate::units::Systemd> {
         if self.systemd.is_none() {
-            self.systemd = Some(crate::units::Systemd::connect().map_err(|e| e.to_string()));
+            self.systemd = Some(crate::units::Systemd::connect()?);
         }
-        self.systemd.as_ref()
+        Ok(self.systemd.as_ref().expect("connected above"))
+    }
+
+    /// threads: gives `unit` its `CPUWeight` back; a unit systemd no
+    /// longer has is done. On an error the connection is dropped (the
+    /// next try connects again).
+    fn give_back(&mut self, unit: &str, weight: u64) -> Result<()> {
+        let r = self
+            .systemd()
+            .and_then(|sd| sd.set_cpu_weight(unit, weight));
+        if r.is_err() {
+            self.systemd = None;
+        }
+        r
     }
 
     /// threads: paper 002's rescue. A latency-critical thread in a unit
@@ -919,37 +939,26 @@ impl Placer {
     /// holds a latency-critical thread, and its own value back after.
     /// Raising it lifts the unit's other threads too (ARCHITECTURE.md).
     fn lift_unit(&mut self, pid: u32, tid: u32) -> Result<()> {
-        if self.raised.values().any(|(_, m)| m.contains(&tid)) {
+        if self.lifts_off || self.raised.values().any(|(_, m)| m.contains(&tid)) {
             return Ok(());
         }
-        self.systemd();
-        let lever = |e: Error| Error::Syscall {
-            call: "unit weight",
-            error: std::io::Error::other(format!(
-                "{e} (corral no longer changes units' CPUWeight)"
-            )),
-        };
-        let Some(Ok(sd)) = &self.systemd else {
-            return Ok(());
-        };
-        let unit = match sd.unit_of_pid(pid) {
-            Ok(Some(u)) => u,
+        let found = self.systemd().and_then(|sd| {
+            let Some(unit) = sd.unit_of_pid(pid)? else {
+                return Ok(None);
+            };
+            // A unit type without a weight (a target, a device): nothing
+            // to lift.
+            Ok(sd.cpu_weight(&unit).ok().map(|w| (unit, w)))
+        });
+        let (unit, before) = match found {
+            Ok(Some(x)) => x,
             Ok(None) => return Ok(()),
-            Err(e) => {
-                let e = lever(e);
-                self.systemd = Some(Err(e.to_string()));
-                return Err(e);
-            }
+            Err(e) => return Err(self.lifts_failed(e)),
         };
         if let Some((_, members)) = self.raised.get_mut(&unit) {
             members.insert(tid);
             return Ok(());
         }
-        let before = match sd.cpu_weight(&unit) {
-            Ok(w) => w,
-            // A unit type without a weight (a target, a device): nothing to lift.
-            Err(_) => return Ok(()),
-        };
         if crate::units::effective_weight(before) >= crate::units::WEIGHT_DEFAULT {
             return Ok(());
         }
@@ -960,21 +969,33 @@ impl Placer {
             self.raised.remove(&unit);
             return Err(e);
         }
-        let Some(Ok(sd)) = &self.systemd else {
-            return Ok(());
-        };
-        if let Err(e) = sd.set_cpu_weight(&unit, crate::units::WEIGHT_DEFAULT) {
+        let set = self
+            .systemd()
+            .and_then(|sd| sd.set_cpu_weight(&unit, crate::units::WEIGHT_DEFAULT));
+        if let Err(e) = set {
             self.raised.remove(&unit);
             let _ = self.persist();
-            let e = lever(e);
-            self.systemd = Some(Err(e.to_string()));
-            return Err(e);
+            return Err(self.lifts_failed(e));
         }
         Ok(())
     }
 
+    /// threads: a lift failed: no more lifts (said once, by this error);
+    /// the connection is dropped for the give-backs to connect again.
+    fn lifts_failed(&mut self, e: Error) -> Error {
+        self.lifts_off = true;
+        self.systemd = None;
+        Error::Syscall {
+            call: "unit weight",
+            error: std::io::Error::other(format!(
+                "{e} (corral lifts no more units' CPUWeight; those lifted are given back)"
+            )),
+        }
+    }
+
     /// threads: `tid` no longer holds its unit up; the last one out gives
-    /// the unit its own weight back.
+    /// the unit its own weight back (kept in the record until that worked:
+    /// the restore at exit, or `corral restore`, tries again).
     fn drop_lift(&mut self, tid: u32) {
         let Some(unit) = self
             .raised
@@ -990,11 +1011,10 @@ impl Placer {
             return;
         }
         let before = *before;
-        if let Some(Ok(sd)) = self.systemd() {
-            let _ = sd.set_cpu_weight(&unit, before);
+        if self.give_back(&unit, before).is_ok() {
+            self.raised.remove(&unit);
+            let _ = self.persist();
         }
-        self.raised.remove(&unit);
-        let _ = self.persist();
     }
 
     /// threads: units corral raised, with their weight now; for `status`
@@ -1232,13 +1252,19 @@ impl Placer {
             // origins are known (a release forgets its own).
             self.widen_inherited();
             self.masks.clear();
-            let units: Vec<(String, u64)> = self.raised.drain().map(|(u, (w, _))| (u, w)).collect();
-            if !units.is_empty() {
-                if let Some(Ok(sd)) = self.systemd() {
-                    for (unit, w) in units {
-                        if let Err(e) = sd.set_cpu_weight(&unit, w) {
-                            first_error.get_or_insert(e);
-                        }
+            let units: Vec<(String, u64)> = self
+                .raised
+                .iter()
+                .map(|(u, (w, _))| (u.clone(), *w))
+                .collect();
+            for (unit, w) in units {
+                match self.give_back(&unit, w) {
+                    Ok(()) => {
+                        self.raised.remove(&unit);
+                    }
+                    // Kept: the record stays for `corral restore`.
+                    Err(e) => {
+                        first_error.get_or_insert(e);
                     }
                 }
             }

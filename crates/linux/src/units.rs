@@ -23,6 +23,9 @@ pub const WEIGHT_UNSET: u64 = u64::MAX;
 /// The kernel's default `cpu.weight` (`CGROUP_WEIGHT_DFL`).
 pub const WEIGHT_DEFAULT: u64 = 100;
 
+/// How long a call waits for systemd.
+pub const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A connection to systemd on the system bus.
 pub struct Systemd {
     conn: Connection,
@@ -58,8 +61,11 @@ fn interface_of(unit: &str) -> Option<&'static str> {
 
 impl Systemd {
     /// Connects to the system bus.
+    /// Each call waits at most [`TIMEOUT`] for systemd's answer: the
+    /// daemon's loop must not hang on a busy or restarting systemd.
     pub fn connect() -> Result<Systemd> {
-        Connection::system()
+        zbus::blocking::connection::Builder::system()
+            .and_then(|b| b.method_timeout(TIMEOUT).build())
             .map(|conn| Systemd { conn })
             .map_err(|e| dbus("D-Bus system bus", e))
     }
@@ -128,18 +134,25 @@ impl Systemd {
 
     /// Sets a unit's `CPUWeight` until the next boot (runtime = true);
     /// [`WEIGHT_UNSET`] unsets it.
+    /// A unit systemd no longer has (a transient unit collected) is not
+    /// an error: there is nothing left to set.
     pub fn set_cpu_weight(&self, unit: &str, weight: u64) -> Result<()> {
         let props: Vec<(&str, Value)> = vec![("CPUWeight", Value::U64(weight))];
-        self.conn
-            .call_method(
-                Some(DEST),
-                MANAGER_PATH,
-                Some(MANAGER),
-                "SetUnitProperties",
-                &(unit, true, props),
-            )
-            .map(|_| ())
-            .map_err(|e| dbus("SetUnitProperties", e))
+        match self.conn.call_method(
+            Some(DEST),
+            MANAGER_PATH,
+            Some(MANAGER),
+            "SetUnitProperties",
+            &(unit, true, props),
+        ) {
+            Ok(_) => Ok(()),
+            Err(zbus::Error::MethodError(name, _, _))
+                if name.as_str() == "org.freedesktop.systemd1.NoSuchUnit" =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(dbus("SetUnitProperties", e)),
+        }
     }
 }
 

@@ -71,6 +71,13 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if matches!(layout, Layout::Threads) {
+        // No group weights here: a dedicated CPU the others keep at a
+        // lower weight would be one they share equally. The others stay
+        // off it (`dedicated_exclusive`); it goes back to them when its
+        // owner blocks or leaves, as before.
+        config.plan.dedicated_exclusive = true;
+    }
     if let Err(why) = layout.check() {
         if let Some(code) = refuse(&why, args.dry_run) {
             return Ok(code);

@@ -205,7 +205,7 @@ fn run_bench(ops: u64, watch: bool) -> (Option<(f64, f64)>, Vec<String>, String)
     if ok {
         wait_until(Duration::from_secs(600), || {
             if watch && status.is_none() && t0.elapsed() > Duration::from_secs(3) {
-                status = Some(daemon_status("corral lab work bench"));
+                status = Some(daemon_status());
             }
             if watch {
                 let pid = unit_prop(BENCH, "MainPID");
@@ -230,11 +230,9 @@ fn run_bench(ops: u64, watch: bool) -> (Option<(f64, f64)>, Vec<String>, String)
     (f, seen, status.unwrap_or_default())
 }
 
-/// `corral status`, the lines naming `what` and the plan's groups, for a
-/// check's detail.
-fn daemon_status(what: &str) -> String {
+/// `corral status`, its first 40 lines on one, for a check's detail.
+fn daemon_status() -> String {
     let (_, text) = output("/usr/bin/corral", &["status"]);
-    let _ = what;
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .take(40)
@@ -266,7 +264,7 @@ fn measure_tick(watch: bool) -> (Option<(f64, f64)>, bool, String) {
     let limit = Duration::from_secs(TICK_SECONDS * 6 + 60);
     let done = wait_until(limit, || {
         if watch && status.is_empty() && t0.elapsed() > Duration::from_secs(5) {
-            status = daemon_status("frame");
+            status = daemon_status();
         }
         if watch && unit_prop(TICK, "CPUWeight") == "100" {
             lifted = true;
@@ -357,6 +355,20 @@ fn snapshot(skip: &[String]) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+/// Whether a snapshot now (outside `skip`) equals `base`, a non-empty
+/// one, and what was compared or what differs.
+fn unchanged(base: &BTreeMap<String, String>, skip: &[String]) -> (bool, String) {
+    let diff = changes(base, &snapshot(skip));
+    if diff.is_empty() {
+        (
+            !base.is_empty(),
+            format!("{} attribute files compared", base.len()),
+        )
+    } else {
+        (false, diff.join("; "))
+    }
 }
 
 /// What differs between two snapshots, a line per file.
@@ -481,15 +493,11 @@ pub fn run() -> Vec<Check> {
         inside,
         said,
     );
-    let during = changes(&base, &snapshot(&skip));
+    let (same, said) = unchanged(&base, &skip);
     check(
         "while corral manages, no cgroup attribute outside the units' own changed",
-        during.is_empty() && !base.is_empty(),
-        if during.is_empty() {
-            format!("{} attribute files compared", base.len())
-        } else {
-            during.join("; ")
-        },
+        same,
+        said,
     );
 
     // Killed, started again by systemd: the new daemon puts back what the
@@ -684,15 +692,11 @@ pub fn run() -> Vec<Check> {
         ),
     );
 
-    let diff = changes(&before, &snapshot(&skip));
+    let (same, said) = unchanged(&before, &skip);
     check(
         "after all, no cgroup attribute outside the units' own changed",
-        diff.is_empty() && !before.is_empty(),
-        if diff.is_empty() {
-            format!("{} attribute files compared", before.len())
-        } else {
-            diff.join("; ")
-        },
+        same,
+        said,
     );
     checks
 }

@@ -615,13 +615,7 @@ impl Placer {
             self.attrs.remove(&spec.name);
         }
         if had != attrs {
-            let members: Vec<(u32, u32)> = self
-                .placed
-                .iter()
-                .filter(|(_, (_, g))| *g == spec.name)
-                .map(|(&tid, &(pid, _))| (pid, tid))
-                .collect();
-            for (pid, tid) in members {
+            for (pid, tid) in self.members(&spec.name) {
                 if attrs == (None, None) {
                     self.restore_attrs(pid, tid);
                 } else {
@@ -671,13 +665,7 @@ impl Placer {
                     }
                     // Recorded before any member gets the new set.
                     self.persist()?;
-                    let members: Vec<(u32, u32)> = self
-                        .placed
-                        .iter()
-                        .filter(|(_, (_, g))| *g == spec.name)
-                        .map(|(&tid, &(pid, _))| (pid, tid))
-                        .collect();
-                    for (pid, tid) in members {
+                    for (pid, tid) in self.members(&spec.name) {
                         self.set_affinity(pid, tid, &spec.cpus);
                     }
                 }
@@ -686,6 +674,15 @@ impl Placer {
         self.groups.insert(spec.name.clone());
         self.lingering.remove(&spec.name);
         Ok(())
+    }
+
+    /// The (pid, tid) of group `name`'s members.
+    fn members(&self, name: &str) -> Vec<(u32, u32)> {
+        self.placed
+            .iter()
+            .filter(|(_, (_, g))| g == name)
+            .map(|(&tid, &(pid, _))| (pid, tid))
+            .collect()
     }
 
     /// Moves a thread into a group. Returns `false` when the thread is gone.
@@ -1017,18 +1014,6 @@ impl Placer {
         }
     }
 
-    /// threads: units corral raised, with their weight now; for `status`
-    /// and the tests.
-    pub fn raised_units(&self) -> Vec<(String, u64)> {
-        let mut v: Vec<(String, u64)> = self
-            .raised
-            .iter()
-            .map(|(u, (w, _))| (u.clone(), *w))
-            .collect();
-        v.sort();
-        v
-    }
-
     /// threads: gives `tid` the CPU set `cpus` unless it has it; `false`
     /// when the thread is gone. A set the kernel refuses (no online CPU
     /// after a hot-plug) leaves the thread as it is.
@@ -1060,16 +1045,12 @@ impl Placer {
 
     /// A thread's affinity as `/proc` shows it (offline CPUs included).
     fn thread_mask(&self, pid: u32, tid: u32) -> Option<CpuSet> {
-        let path = self
+        let dir = self
             .procfs
             .join(pid.to_string())
             .join("task")
-            .join(tid.to_string())
-            .join("status");
-        let text = std::fs::read_to_string(path).ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-            .and_then(|l| l.trim().parse().ok())
+            .join(tid.to_string());
+        crate::sampler::read_cpus_allowed(&dir).ok().flatten()
     }
 
     /// threads: every CPU set narrower than corral's own it gave out,
@@ -1521,19 +1502,22 @@ fn existing_or_root(mount: &Path, path: &str) -> PathBuf {
     }
 }
 
-/// The parent process of process `pid` (`PPid:`).
-fn tgid_parent(procfs: &Path, pid: u32) -> Option<u32> {
-    let text = std::fs::read_to_string(procfs.join(pid.to_string()).join("status")).ok()?;
+/// A numeric field of `/proc/ID/status` (`Tgid:`, `PPid:`).
+fn status_field(procfs: &Path, id: u32, key: &str) -> Option<u32> {
+    let text = std::fs::read_to_string(procfs.join(id.to_string()).join("status")).ok()?;
     text.lines()
-        .find_map(|l| l.strip_prefix("PPid:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// The process of thread `tid`.
 fn tgid(procfs: &Path, tid: u32) -> Option<u32> {
-    let text = std::fs::read_to_string(procfs.join(tid.to_string()).join("status")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
+    status_field(procfs, tid, "Tgid:")
+}
+
+/// The parent process of process `pid`.
+fn tgid_parent(procfs: &Path, pid: u32) -> Option<u32> {
+    status_field(procfs, pid, "PPid:")
 }
 
 /// Creates a directory; `true` when it did not exist.

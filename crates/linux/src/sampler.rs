@@ -740,7 +740,7 @@ pub fn parse_stat(line: &str) -> Option<Stat> {
     })
 }
 
-fn read_cpus_allowed(dir: &Path) -> Result<Option<CpuSet>> {
+pub(crate) fn read_cpus_allowed(dir: &Path) -> Result<Option<CpuSet>> {
     let path = dir.join("status");
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(None);

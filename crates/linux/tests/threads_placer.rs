@@ -75,6 +75,26 @@ fn setup(name: &str) -> Option<(CpuSet, CpuSet, tempfile::TempDir)> {
     Some((all, one, tempfile::tempdir().unwrap()))
 }
 
+/// A per-thread placer keeping its record in `record`.
+fn placer(record: std::path::PathBuf) -> Placer {
+    let mut p = Placer::new(
+        Layout::Threads,
+        "corral-test-threads",
+        &HostPaths::default(),
+    );
+    p.set_state_file(record);
+    p
+}
+
+/// A placer with process `pid` moved into a group of `cpus`.
+fn placed(record: std::path::PathBuf, pid: u32, cpus: &CpuSet) -> Placer {
+    let mut p = placer(record);
+    p.set_group(&spec("dedicated-cpu", cpus)).unwrap();
+    p.prepare(&[(pid, pid)]).unwrap();
+    assert!(p.move_thread(pid, pid, "dedicated-cpu").unwrap());
+    p
+}
+
 fn end(mut c: Child, pid: u32) {
     for k in children(pid) {
         let _ = Command::new("kill").arg(k.to_string()).status();
@@ -94,15 +114,7 @@ fn a_member_gets_its_groups_cpus_and_restore_gives_it_and_its_children_their_own
     let pid = sh.id();
     let before = mask(pid);
     assert_eq!(before, all);
-    let mut p = Placer::new(
-        Layout::Threads,
-        "corral-test-threads",
-        &HostPaths::default(),
-    );
-    p.set_state_file(dir.path().join("record.json"));
-    p.set_group(&spec("dedicated-cpu", &one)).unwrap();
-    p.prepare(&[(pid, pid)]).unwrap();
-    assert!(p.move_thread(pid, pid, "dedicated-cpu").unwrap());
+    let mut p = placed(dir.path().join("record.json"), pid, &one);
     assert_eq!(mask(pid), one, "the member runs on its group's CPUs");
     assert_eq!(p.narrow_masks(), vec![one.clone()]);
     // Born to the member, the sleep inherits its CPU set.
@@ -128,18 +140,8 @@ fn after_a_crash_reconcile_gives_back_the_recorded_affinity_and_the_inherited_on
     let sh = forker("0.5");
     let pid = sh.id();
     let record = dir.path().join("record.json");
-    {
-        let mut p = Placer::new(
-            Layout::Threads,
-            "corral-test-threads",
-            &HostPaths::default(),
-        );
-        p.set_state_file(record.clone());
-        p.set_group(&spec("dedicated-cpu", &one)).unwrap();
-        p.prepare(&[(pid, pid)]).unwrap();
-        assert!(p.move_thread(pid, pid, "dedicated-cpu").unwrap());
-        // The daemon dies here: nothing is put back.
-    }
+    // The daemon dies once the move is done: nothing is put back.
+    drop(placed(record.clone(), pid, &one));
     let kid = wait_for_child(pid);
     assert_eq!((mask(pid), mask(kid)), (one.clone(), one.clone()));
     // The record says "written by a daemon that is gone" only when its
@@ -149,12 +151,7 @@ fn after_a_crash_reconcile_gives_back_the_recorded_affinity_and_the_inherited_on
     let me = format!("\"daemon_pid\":{}", std::process::id());
     assert!(text.contains(&me), "{text}");
     std::fs::write(&record, text.replace(&me, "\"daemon_pid\":4194304")).unwrap();
-    let mut q = Placer::new(
-        Layout::Threads,
-        "corral-test-threads",
-        &HostPaths::default(),
-    );
-    q.set_state_file(record.clone());
+    let mut q = placer(record.clone());
     let r = q.reconcile().unwrap();
     assert_eq!(r.record_of, Some(4_194_304));
     assert_eq!(r.affinities_restored, 2, "{r:?}");
@@ -177,15 +174,7 @@ fn a_child_born_to_a_member_gets_its_affinity_back_after_release_removal_or_a_ne
     for case in ["released", "removed", "new set"] {
         let sh = forker("0.3");
         let pid = sh.id();
-        let mut p = Placer::new(
-            Layout::Threads,
-            "corral-test-threads",
-            &HostPaths::default(),
-        );
-        p.set_state_file(dir.path().join(format!("{case}.json")));
-        p.set_group(&spec("dedicated-cpu", &one)).unwrap();
-        p.prepare(&[(pid, pid)]).unwrap();
-        assert!(p.move_thread(pid, pid, "dedicated-cpu").unwrap());
+        let mut p = placed(dir.path().join(format!("{case}.json")), pid, &one);
         let kid = wait_for_child(pid);
         assert_eq!(mask(kid), one, "{case}");
         match case {

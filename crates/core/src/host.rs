@@ -68,6 +68,16 @@ pub trait Host {
         Ok(())
     }
 
+    /// Work a host keeps off a boost's path, done once a batch of
+    /// changes is in force: the daemon calls it after a step's changes
+    /// and after answering a boost (the live host's per-thread backend
+    /// asks systemd here to lift the units of latency-critical and
+    /// boosted threads, D-Bus round trips of milliseconds). An error is
+    /// reported; the changes stand.
+    fn finish(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Puts every thread back where it was and removes every group.
     fn restore(&mut self) -> Result<(), Self::Error>;
 

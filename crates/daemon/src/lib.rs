@@ -413,6 +413,7 @@ impl<H: Host> Daemon<H> {
             .filter(|t| !relieved.contains_key(&t.tid))
             .collect();
         self.replan(&mut report);
+        self.finish_host(&mut report);
         report.duration_ns = self.host.now_ns().saturating_sub(started);
         self.last = report;
         Ok(&self.last)
@@ -789,6 +790,7 @@ impl<H: Host> Daemon<H> {
             ..Default::default()
         };
         self.replan(&mut report);
+        self.finish_host(&mut report);
         report.duration_ns = self.host.now_ns().saturating_sub(now);
         Ok(Some(report))
     }
@@ -1099,10 +1101,18 @@ impl<H: Host> Daemon<H> {
     /// Runs the re-plan a fast boost left owed (eviction). The loop calls
     /// it right after answering.
     pub fn settle(&mut self) {
+        let mut report = StepReport::default();
         if std::mem::take(&mut self.pending_replan) {
-            let mut report = StepReport::default();
             self.replan(&mut report);
-            self.last.errors.extend(report.errors);
+        }
+        self.finish_host(&mut report);
+        self.last.errors.extend(report.errors);
+    }
+
+    /// What the host keeps off a boost's path ([`Host::finish`]).
+    fn finish_host(&mut self, report: &mut StepReport) {
+        if let Err(e) = self.host.finish() {
+            report.errors.push(e.to_string());
         }
     }
 

@@ -31,6 +31,8 @@ struct MockHost {
     cum: BTreeMap<u32, (u64, u64)>,
     applied: Vec<Change>,
     restored: bool,
+    /// `Host::finish` calls.
+    finished: u32,
     fail_moves_of: Option<u32>,
     sleeping: Vec<u32>,
     /// Threads the next `sample` (not `sample_whole`) leaves out once, as
@@ -53,6 +55,7 @@ impl MockHost {
             cum: BTreeMap::new(),
             applied: vec![],
             restored: false,
+            finished: 0,
             fail_moves_of: None,
             sleeping: vec![],
             deferred: vec![],
@@ -131,6 +134,10 @@ impl Host for MockHost {
             }
         }
         self.applied.push(change.clone());
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), MockError> {
+        self.finished += 1;
         Ok(())
     }
     fn restore(&mut self) -> Result<(), MockError> {
@@ -330,11 +337,16 @@ fn boost_moves_evicts_and_ends_when_the_thread_blocks_after_running() {
     // The next boost moves no thread at all: only groups change, and the
     // thread's own group first (the reply waits for that one only).
     let before = d.host().applied.len();
+    let finished = d.host().finished;
     d.boost(3, Some(200), root()).unwrap();
     let first = d.host().applied[before..].to_vec();
     assert_eq!(first.len(), 1, "{first:?}");
     assert!(matches!(&first[0], Change::SetGroup(g) if g.name == "boost-3" && g.nice == Some(-20)));
+    // The host's slow work (a systemd host's unit lifts) waits until the
+    // reply is out: `settle` runs it.
+    assert_eq!(d.host().finished, finished);
     d.settle();
+    assert_eq!(d.host().finished, finished + 1);
     let all = d.host().applied[before..].to_vec();
     assert!(
         all.iter().all(|c| matches!(c, Change::SetGroup(_))),

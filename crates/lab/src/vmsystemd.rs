@@ -23,11 +23,17 @@
 //! - paper 000 in units: a CPU-bound benchmark alone, beside a unit of
 //!   ten periodic threads wanting 3.2 CPUs, and beside them with corral;
 //!   completion times printed (MEASURED);
+//! - paper 001 in a unit: a 50 ms input handler alone, beside eight CPU
+//!   hogs in its unit (as a session's programs share its scope), and
+//!   beside them with its dispatcher asking corral.service for a boost
+//!   before each event: every request answered, and the boosted events
+//!   end sooner (response times printed, MEASURED);
 //! - every cgroup attribute file outside corral.service's and the test
 //!   units' own cgroups reads the same before, while corral manages, and
 //!   after.
 
 use crate::vmguest::Check;
+use crate::work::percentile_of;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -53,6 +59,20 @@ const BENCH: &str = "corral-test-bench.service";
 const MIX: &str = "corral-test-mix.service";
 /// The benchmark's length alone, seconds (its ops are calibrated to it).
 const BENCH_SECONDS: f64 = 6.0;
+/// Paper 001's case: an input handler doing [`INPUT_TE_MS`] of CPU per
+/// event, an event every [`INPUT_PERIOD_MS`], beside [`INPUT_HOGS`] nice-0
+/// CPU hogs (two a CPU, as `lab interactive`'s four on 2 CPUs) in the
+/// same unit, as a desktop session's programs share its scope: weights
+/// then compete per thread, which is what a boost changes (across units
+/// the units' weights decide, and the handler's unit already gets most of
+/// a CPU).
+const INPUT: &str = "corral-test-input.service";
+const INPUT_HOGS: u32 = 8;
+const INPUT_TE_MS: u64 = 50;
+const INPUT_PERIOD_MS: u64 = 300;
+const INPUT_EVENTS: u64 = 20;
+/// corral.service's socket as shipped (`daemon.socket`).
+const SOCKET: &str = "/run/corral.sock";
 
 /// `PROGRAM ARGS`: (success, stdout + stderr, trimmed).
 fn output(program: &str, args: &[&str]) -> (bool, String) {
@@ -179,26 +199,28 @@ fn tick_figures() -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Runs `corral lab work bench --ops N` as the bench unit and waits for
-/// its figures: (wall s, CPU s); with `watch`, also the CPU sets it was
-/// seen on meanwhile.
-fn run_bench(ops: u64, watch: bool) -> (Option<(f64, f64)>, Vec<String>, String) {
-    let (_, before) = output("journalctl", &["-u", BENCH, "-o", "cat", "--no-pager"]);
-    let runs = before.lines().filter(|l| l.contains("\"wall_ns\"")).count();
-    let (ok, _) = output(
-        "systemd-run",
-        &[
-            "--collect",
-            "--unit",
-            BENCH,
-            "/usr/bin/corral",
-            "lab",
-            "work",
-            "bench",
-            "--ops",
-            &ops.to_string(),
-        ],
-    );
+/// Runs `argv` as `unit` (a transient service) and waits for the JSON
+/// line it prints that has `key` (the journal keeps every
+/// run's: the one after those already there is this run's); with
+/// `watch`, also the CPU sets its main process was seen on meanwhile and
+/// `corral status` after 3 s.
+fn run_job(
+    unit: &str,
+    argv: &[&str],
+    key: &str,
+    watch: bool,
+) -> (Option<serde_json::Value>, Vec<String>, String) {
+    let figures = || -> Vec<serde_json::Value> {
+        let (_, text) = output("journalctl", &["-u", unit, "-o", "cat", "--no-pager"]);
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+            .filter(|v| v.get(key).is_some())
+            .collect()
+    };
+    let runs = figures().len();
+    let mut run = vec!["--collect", "--unit", unit];
+    run.extend_from_slice(argv);
+    let (ok, _) = output("systemd-run", &run);
     let mut seen = Vec::new();
     let t0 = Instant::now();
     let mut status = None;
@@ -208,26 +230,78 @@ fn run_bench(ops: u64, watch: bool) -> (Option<(f64, f64)>, Vec<String>, String)
                 status = Some(daemon_status());
             }
             if watch {
-                let pid = unit_prop(BENCH, "MainPID");
+                let pid = unit_prop(unit, "MainPID");
                 let m = affinity(&pid);
                 if pid != "0" && m != "gone" && seen.last() != Some(&m) {
                     seen.push(m);
                 }
             }
-            unit_prop(BENCH, "ActiveState") != "active"
+            unit_prop(unit, "ActiveState") != "active"
         });
     }
     let mut f = None;
     wait_until(Duration::from_secs(10), || {
-        let (_, text) = output("journalctl", &["-u", BENCH, "-o", "cat", "--no-pager"]);
-        f = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
-            .filter_map(|v| Some((v["wall_ns"].as_f64()? / 1e9, v["cpu_ns"].as_f64()? / 1e9)))
-            .nth(runs);
+        f = figures().into_iter().nth(runs);
         f.is_some()
     });
     (f, seen, status.unwrap_or_default())
+}
+
+/// Runs `corral lab work bench --ops N` as the bench unit: (wall s, CPU
+/// s), and what [`run_job`] watched.
+fn run_bench(ops: u64, watch: bool) -> (Option<(f64, f64)>, Vec<String>, String) {
+    let ops = ops.to_string();
+    let (v, seen, status) = run_job(
+        BENCH,
+        &["/usr/bin/corral", "lab", "work", "bench", "--ops", &ops],
+        "wall_ns",
+        watch,
+    );
+    let f = v.and_then(|v| Some((v["wall_ns"].as_f64()? / 1e9, v["cpu_ns"].as_f64()? / 1e9)));
+    (f, seen, status)
+}
+
+/// Paper 001's input path as the input unit (`corral lab work
+/// interactive`, [`INPUT_EVENTS`] events of [`INPUT_TE_MS`] every
+/// [`INPUT_PERIOD_MS`]), with `hogs` CPU hogs beside it in the unit; with
+/// `boost`, the dispatcher asks corral.service on its socket to boost the
+/// handler before each event. The sorted response times and boost calls,
+/// ms, and the boost calls that failed (with the first reason).
+fn run_input(hogs: u32, boost: bool) -> (Vec<f64>, Vec<f64>, u64, String) {
+    let mut script = format!(
+        "for i in $(seq {hogs}); do (while :; do :; done) & done; exec /usr/bin/corral lab work \
+         interactive --te-ms {INPUT_TE_MS} --period-ms {INPUT_PERIOD_MS} --events {INPUT_EVENTS}"
+    );
+    if boost {
+        script.push_str(&format!(" --boost-socket {SOCKET}"));
+    }
+    // The unit ends with its main process (the handler's), and systemd
+    // then ends the hogs.
+    let (v, _, _) = run_job(INPUT, &["/bin/sh", "-c", &script], "response_ns", false);
+    let Some(v) = v else {
+        return (
+            Vec::new(),
+            Vec::new(),
+            0,
+            "no figures in the journal".into(),
+        );
+    };
+    let ms = |key: &str| -> Vec<f64> {
+        let mut x: Vec<f64> = v[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|n| n.as_f64())
+                    .map(|n| n / 1e6)
+                    .collect()
+            })
+            .unwrap_or_default();
+        x.sort_by(f64::total_cmp);
+        x
+    };
+    let errors = v["boost_errors"].as_u64().unwrap_or(0);
+    let first = v["first_boost_error"].as_str().unwrap_or("").to_string();
+    (ms("response_ns"), ms("boost_call_ns"), errors, first)
 }
 
 /// `corral status`, its first 40 lines on one, for a check's detail.
@@ -388,20 +462,27 @@ fn changes(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) 
 }
 
 /// Runs the scenario; its checks.
-pub fn run() -> Vec<Check> {
-    let mut checks = Vec::new();
-    let mut check = |name: &str, pass: bool, detail: String| {
+/// The checks so far, each printed as it is made.
+#[derive(Default)]
+struct Checks(Vec<Check>);
+
+impl Checks {
+    fn check(&mut self, name: &str, pass: bool, detail: String) {
         eprintln!(
             "{} systemd: {name}: {detail}",
             if pass { "PASS" } else { "FAIL" }
         );
-        checks.push(Check {
+        self.0.push(Check {
             scenario: "systemd",
             name: name.into(),
             pass,
             detail,
         });
-    };
+    }
+}
+
+pub fn run() -> Vec<Check> {
+    let mut c = Checks::default();
     let own = format!("/{}", prop("ControlGroup").trim_start_matches('/'));
     let own = if own == "/" {
         "/system.slice/corral.service".to_string()
@@ -420,7 +501,7 @@ pub fn run() -> Vec<Check> {
         "systemd-analyze",
         &["verify", &format!("/etc/systemd/system/{UNIT}")],
     );
-    check(
+    c.check(
         "the unit file passes systemd-analyze verify",
         ok,
         format!("{out:?}"),
@@ -432,7 +513,7 @@ pub fn run() -> Vec<Check> {
         &["run", "--cgroup", "v2", "--socket", "none"],
         SHELL_LIMIT,
     );
-    check(
+    c.check(
         "corral run --cgroup v2 from a shell refuses systemd's v2 tree (exit 78, EX_CONFIG)",
         code == Some(78) && said.contains("systemd runs this host and owns its cgroup v2 tree"),
         format!("exit {code:?}: {:?}", said.trim()),
@@ -447,8 +528,8 @@ pub fn run() -> Vec<Check> {
         );
         let pid = unit_prop(unit, "MainPID");
         if !ok || pid == "0" {
-            check("the test units start", false, format!("{unit}: {out:?}"));
-            return checks;
+            c.check("the test units start", false, format!("{unit}: {out:?}"));
+            return c.0;
         }
         pids.push(pid);
     }
@@ -472,7 +553,7 @@ pub fn run() -> Vec<Check> {
     let (started, out) = systemctl(&["start", UNIT]);
     let status = prop("StatusText");
     let ours = Path::new(CGROUP).join("corral").exists();
-    check(
+    c.check(
         "as shipped, corral.service becomes active through READY=1, on per-thread levers, and creates no cgroup",
         started && prop("ActiveState") == "active" && status.starts_with("managing") && !ours,
         format!("start: {out:?}; StatusText {status:?}; {CGROUP}/corral exists: {ours}"),
@@ -482,19 +563,19 @@ pub fn run() -> Vec<Check> {
         .iter()
         .map(|p| format!("PID {p}: {}", affinity(p)))
         .collect();
-    check(
+    c.check(
         "each hog runs on a CPU of its own, by its affinity",
         apart,
         format!("online {online}; {}", masks.join(", ")),
     );
     let (inside, said) = units_cgroups();
-    check(
+    c.check(
         "while corral manages them, each hog's process stays in its unit's cgroup",
         inside,
         said,
     );
     let (same, said) = unchanged(&base, &skip);
-    check(
+    c.check(
         "while corral manages, no cgroup attribute outside the units' own changed",
         same,
         said,
@@ -514,7 +595,7 @@ pub fn run() -> Vec<Check> {
             .is_ok_and(|r| r.contains(&format!("\"daemon_pid\":{pid1},")))
     });
     let apart_again = wait_until(Duration::from_secs(120), || hogs_apart(&pids));
-    check(
+    c.check(
         "after systemctl kill -s KILL, systemd starts it again; it takes the record over and places again",
         restarted && took_over && apart_again,
         format!(
@@ -530,7 +611,7 @@ pub fn run() -> Vec<Check> {
     let gone = wait_until(Duration::from_secs(30), || {
         !Path::new(&format!("/proc/{}", pids[0])).exists()
     });
-    check(
+    c.check(
         "systemctl stop of a unit corral manages ends its process",
         stopped && gone,
         format!("stop {}: {out:?}; PID {} gone: {gone}", HOGS[0], pids[0]),
@@ -542,7 +623,7 @@ pub fn run() -> Vec<Check> {
     let home = cgroup_of(&pids[1]);
     let want = unit_prop(HOGS[1], "ControlGroup");
     let record_left = Path::new("/run/corral/corral.json").exists();
-    check(
+    c.check(
         "systemctl stop corral gives the hog its affinity back, in its unit, and leaves no record",
         stopped
             && prop("Result") == "success"
@@ -559,7 +640,7 @@ pub fn run() -> Vec<Check> {
     let gone = wait_until(Duration::from_secs(30), || {
         !Path::new(&format!("/proc/{}", pids[1])).exists()
     });
-    check(
+    c.check(
         "after corral stopped, systemctl stop of the other unit ends its process",
         stopped && gone,
         format!("stop {}: {out:?}; PID {} gone: {gone}", HOGS[1], pids[1]),
@@ -582,8 +663,8 @@ pub fn run() -> Vec<Check> {
         ],
     );
     if !ok {
-        check("the load unit starts", false, out);
-        return checks;
+        c.check("the load unit starts", false, out);
+        return c.0;
     }
     let (base_fig, _, base_said) = measure_tick(false);
     let load_base = snapshot(&skip);
@@ -596,7 +677,7 @@ pub fn run() -> Vec<Check> {
     eprintln!(
         "MEASURED systemd: paper 002 in units: frames missed without corral {mb:?} ({base_said}), with corral {mc:?} ({corral_said})"
     );
-    check(
+    c.check(
         "paper 002 in units: corral lifts the low-weight unit of a latency-critical thread to the default weight",
         started && lifted && mb.is_some() && mc.is_some(),
         format!(
@@ -626,7 +707,7 @@ pub fn run() -> Vec<Check> {
     let (stopped, stop_out) = systemctl(&["stop", UNIT]);
     let back = unit_prop(TICK, "CPUWeight");
     let weight_after = std::fs::read_to_string(&weight_file).unwrap_or_default();
-    check(
+    c.check(
         "the lift is systemd's own property, the only change outside the units, and is undone at corral's stop",
         ok && lifted
             && during.is_empty()
@@ -644,6 +725,21 @@ pub fn run() -> Vec<Check> {
     );
     let _ = systemctl(&["stop", TICK, LOAD]);
 
+    paper_000(&mut c);
+    paper_001(&mut c);
+
+    let (same, said) = unchanged(&before, &skip);
+    c.check(
+        "after all, no cgroup attribute outside the units' own changed",
+        same,
+        said,
+    );
+    c.0
+}
+
+/// Paper 000 in units (MEASURED): the benchmark alone, beside the mix,
+/// and beside the mix with corral.
+fn paper_000(c: &mut Checks) {
     // Paper 000 in units: the benchmark alone, beside the mix, and beside
     // the mix with corral, which gives it a CPU of its own by affinity.
     let (alone, _, _) = run_bench(50_000, false);
@@ -663,8 +759,8 @@ pub fn run() -> Vec<Check> {
         ],
     );
     if !ok {
-        check("the mix unit starts", false, out);
-        return checks;
+        c.check("the mix unit starts", false, out);
+        return;
     }
     std::thread::sleep(Duration::from_secs(2));
     let (base, _, _) = run_bench(ops, false);
@@ -674,33 +770,54 @@ pub fn run() -> Vec<Check> {
     let (stopped, stop_out) = systemctl(&["stop", UNIT]);
     let _ = systemctl(&["stop", MIX]);
     let wall = |f: Option<(f64, f64)>| f.map(|(w, _)| w);
-    let (a, b, c) = (wall(alone), wall(base), wall(with));
+    let (a, b, w) = (wall(alone), wall(base), wall(with));
     eprintln!(
-        "MEASURED systemd: paper 000 in units: benchmark ({ops} ops) alone {a:?} s, beside the mix {b:?} s, with corral {c:?} s; with corral over beside the mix {:?}",
-        b.zip(c).map(|(b, c)| c / b)
+        "MEASURED systemd: paper 000 in units: benchmark ({ops} ops) alone {a:?} s, beside the mix {b:?} s, with corral {w:?} s; with corral over beside the mix {:?}",
+        b.zip(w).map(|(b, w)| w / b)
     );
     // A figure, not a gate: whether corral dedicates a CPU here is its
     // plan's call (with the mix waiting most of the time under TCG, the
     // mix's threads count as CPU-bound, "among equals none is dedicated";
     // the two hogs above show the dedication by affinity itself).
     let own_cpu = seen.iter().any(|m| m.parse::<u32>().is_ok());
-    check(
+    c.check(
         "paper 000 in units: the benchmark runs alone, beside the mix, and beside the mix with corral, each to its end",
-        started && stopped && a.is_some() && b.is_some() && c.is_some(),
+        started && stopped && a.is_some() && b.is_some() && w.is_some(),
         format!(
-            "start corral: {out:?}, stop: {stop_out:?}; a CPU of its own: {own_cpu} (sets seen {seen:?}); wall alone {a:?} s, beside the mix {b:?} s, with corral {c:?} s; status: {status}"
+            "start corral: {out:?}, stop: {stop_out:?}; a CPU of its own: {own_cpu} (sets seen {seen:?}); wall alone {a:?} s, beside the mix {b:?} s, with corral {w:?} s; status: {status}"
         ),
     );
-
-    let (same, said) = unchanged(&before, &skip);
-    check(
-        "after all, no cgroup attribute outside the units' own changed",
-        same,
-        said,
-    );
-    checks
 }
 
+/// Paper 001 in a unit: the input handler alone, beside hogs in its
+/// unit, and beside them boosted by corral.service on request.
+fn paper_001(c: &mut Checks) {
+    let (alone, _, _, _) = run_input(0, false);
+    let (base, _, _, _) = run_input(INPUT_HOGS, false);
+    let (started, out) = systemctl(&["start", UNIT]);
+    std::thread::sleep(Duration::from_secs(5));
+    let (boosted, calls, errors, first_error) = run_input(INPUT_HOGS, true);
+    let (stopped, stop_out) = systemctl(&["stop", UNIT]);
+    let p = |v: &[f64], q: f64| percentile_of(v, q);
+    let (a50, b50, c50) = (p(&alone, 50.0), p(&base, 50.0), p(&boosted, 50.0));
+    let (b90, c90) = (p(&base, 90.0), p(&boosted, 90.0));
+    let call50 = p(&calls, 50.0);
+    eprintln!(
+        "MEASURED systemd: paper 001 in a unit: response time p50 alone {a50:?} ms, beside {INPUT_HOGS} hogs {b50:?} ms (p90 {b90:?}), boosted by corral.service {c50:?} ms (p90 {c90:?}, the boost call's p50 {call50:?} ms included); boosted p50 over the hogs' {:?}",
+        b50.zip(c50).map(|(b, c)| c / b)
+    );
+    c.check(
+        "paper 001 in a unit: corral.service answers every boost request, and the boosted handler's events end sooner than beside the hogs without it",
+        started
+            && stopped
+            && errors == 0
+            && boosted.len() == INPUT_EVENTS as usize
+            && b50.zip(c50).is_some_and(|(b, c)| c < b),
+        format!(
+            "start corral: {out:?}, stop: {stop_out:?}; boost errors {errors} {first_error:?}; p50 alone {a50:?} ms, beside the hogs {b50:?} ms, boosted {c50:?} ms (call p50 {call50:?} ms); p90 {b90:?} -> {c90:?} ms"
+        ),
+    );
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,7 @@ impl FakeHost {
             sysfs: self.root.join("sys"),
             procfs: self.root.join("proc"),
             cgroup: self.root.join("cgroup"),
+            run: self.root.join("run"),
         }
     }
 

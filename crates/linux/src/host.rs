@@ -249,6 +249,13 @@ impl Host for LinuxHost {
         self.placer.prepare(&moves)
     }
 
+    fn finish(&mut self) -> Result<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        self.placer.finish()
+    }
+
     fn restore(&mut self) -> Result<()> {
         if self.dry_run {
             return Ok(());

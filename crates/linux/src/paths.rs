@@ -16,6 +16,9 @@ pub struct HostPaths {
     /// Where the cgroup file systems listed in `mountinfo` under
     /// `/sys/fs/cgroup` are found, normally `/sys/fs/cgroup` itself.
     pub cgroup: PathBuf,
+    /// The runtime directory, normally `/run` (`systemd/system` there
+    /// says systemd runs the host, `sd_booted(3)`).
+    pub run: PathBuf,
 }
 
 impl Default for HostPaths {
@@ -24,6 +27,7 @@ impl Default for HostPaths {
             sysfs: PathBuf::from("/sys"),
             procfs: PathBuf::from("/proc"),
             cgroup: PathBuf::from(CGROUP_MOUNT_PREFIX),
+            run: PathBuf::from("/run"),
         }
     }
 }

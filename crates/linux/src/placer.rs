@@ -33,7 +33,7 @@ use corral_core::config::CgroupChoice;
 use corral_core::plan::{GroupKind, GroupSpec};
 use corral_core::share::shares_to_weight;
 use corral_core::CpuSet;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Where corral's groups live.
@@ -232,9 +232,15 @@ pub struct Placer {
     /// threads: systemd's D-Bus API, connected when first needed (and
     /// again after a failure, to give units back).
     systemd: Option<crate::units::Systemd>,
-    /// threads: no new lifts after a failure (units lifted before are
-    /// still given back).
+    /// threads: no new lifts: the host is not run by systemd (no units
+    /// to lift), or a lift failed (units lifted before are still given
+    /// back).
     lifts_off: bool,
+    /// threads: latency-critical and boosted threads (tid → pid) placed
+    /// since the last [`Placer::finish`], whose unit it may lift. Lifting
+    /// costs D-Bus round trips (milliseconds): it is kept off a boost's
+    /// path (the daemon answers first).
+    lifts_due: BTreeMap<u32, u32>,
     procfs: PathBuf,
 }
 
@@ -264,7 +270,8 @@ impl Placer {
             kinds: HashMap::new(),
             raised: HashMap::new(),
             systemd: None,
-            lifts_off: false,
+            lifts_off: !crate::system::systemd_booted(&paths.run),
+            lifts_due: BTreeMap::new(),
             procfs: paths.procfs.clone(),
         }
     }
@@ -770,11 +777,16 @@ impl Placer {
             None => self.restore_attrs(pid, tid),
         }
         if matches!(self.layout, Layout::Threads) {
-            // Placed first: a lever that fails leaves a placed thread
-            // (and says so once), never a lifted unit nobody holds.
+            // Placed first; the lift comes at `finish` (a failed one
+            // leaves a placed thread, never a lifted unit nobody holds).
             match self.kinds.get(group) {
-                Some(GroupKind::Latency | GroupKind::Boost) => self.lift_unit(pid, tid)?,
-                _ => self.drop_lift(tid),
+                Some(GroupKind::Latency | GroupKind::Boost) => {
+                    self.lifts_due.insert(tid, pid);
+                }
+                _ => {
+                    self.lifts_due.remove(&tid);
+                    self.drop_lift(tid);
+                }
             }
         }
         Ok(true)
@@ -880,6 +892,7 @@ impl Placer {
                 }
             }
             Layout::Threads => {
+                self.lifts_due.remove(&tid);
                 self.drop_lift(tid);
                 if let Some(origin) = self.origins.remove(&tid) {
                     if tid_alive {
@@ -927,6 +940,33 @@ impl Placer {
             self.systemd = None;
         }
         r
+    }
+
+    /// threads: the lifts due since the last call (latency-critical and
+    /// boosted threads placed meanwhile, still in their group); the
+    /// daemon calls it after a step's changes and after answering a
+    /// boost. The first failure stops lifting (said once, as the error).
+    pub fn finish(&mut self) -> Result<()> {
+        let due = std::mem::take(&mut self.lifts_due);
+        if self.lifts_off {
+            return Ok(());
+        }
+        let mut first = Ok(());
+        for (tid, pid) in due {
+            let held = self.placed.get(&tid).is_some_and(|(p, g)| {
+                *p == pid
+                    && matches!(
+                        self.kinds.get(g),
+                        Some(GroupKind::Latency | GroupKind::Boost)
+                    )
+            });
+            if held {
+                if let Err(e) = self.lift_unit(pid, tid) {
+                    first = first.and(Err(e));
+                }
+            }
+        }
+        first
     }
 
     /// threads: paper 002's rescue. A latency-critical thread in a unit

@@ -55,6 +55,7 @@ fn host_paths(roots: &Roots) -> HostPaths {
         sysfs: roots.sysfs_root.clone(),
         procfs: roots.proc_root.clone(),
         cgroup: roots.cgroup_root.clone(),
+        ..HostPaths::default()
     }
 }
 

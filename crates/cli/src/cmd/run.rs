@@ -50,9 +50,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // processes out of their units (ARCHITECTURE.md, "On a systemd
     // host"): corral places through each thread's own levers instead, or
     // refuses when v2 groups were asked for by name.
-    if matches!(layout, Layout::V2 { .. })
-        && corral_linux::system::systemd_booted(std::path::Path::new("/run"))
-    {
+    if matches!(layout, Layout::V2 { .. }) && corral_linux::system::systemd_booted(&paths.run) {
         if config.daemon.cgroup == CgroupChoice::Auto {
             eprintln!(
                 "corral: note: systemd owns this host's cgroup v2 tree: corral writes no cgroup \

@@ -17,6 +17,19 @@
 //! cgroup; runs alternate the order of the variants (baseline first in odd
 //! runs, corral first in even ones), and the report gives the medians over
 //! runs, corral over baseline, and whether each goal was met.
+//!
+//! XXX: cyclictest (rt-tests 2.40) pins its measuring thread to one CPU
+//! itself (`Cpus_allowed_list: 0` with no `-a`); corral leaves a thread
+//! whose program narrowed its affinity unmanaged, so the p99 it reports
+//! is an unmanaged thread's beside corral's groups, while the thread corral
+//! finds latency-critical is cyclictest's main thread (it too wakes every
+//! 10 ms). Managed (unpinned before the daemon started, so in the
+//! latency group), it fared no better here: p99 3.1 and 6.9 ms against
+//! the baseline's 4.0 and 3.5 ms; traced (sched_wakeup/sched_switch), its
+//! long waits run behind the shared group's rustc with need-resched set
+//! at the wake-up, most ending at a tick (HZ 250). SCHED_FIFO cyclictest
+//! beside the same build: p99 152 us, max 2.7 ms, the floor this VM
+//! allows.
 
 use crate::daemon_process::{tail, DaemonProcess};
 use crate::groups::{parse_output, LabGroups};

@@ -439,6 +439,11 @@ pub struct RealArgs {
     /// Also time stress-ng --cpu N for N = 1 to 2x the online CPUs.
     #[arg(long)]
     pub stress: bool,
+    /// Also run the kernel alone with cyclictest at nice -20 and at
+    /// SCHED_FIFO priority 1 beside the same build: the bounds of what any
+    /// placement could give a SCHED_OTHER thread (two more builds a run).
+    #[arg(long)]
+    pub bounds: bool,
     /// The daemon's --interval (default: its configured one).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub interval: Option<u64>,

@@ -579,6 +579,7 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
         runs: args.runs,
         jobs: args.jobs,
         stress: args.stress,
+        bounds: args.bounds,
         interval_ms: args.interval,
         config: args.config.clone(),
         keep: args.keep.clone(),
@@ -651,30 +652,43 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
     }
     print!("{}", t.render());
     println!();
-    let mut t = Table::new(&[
-        "MEDIAN",
-        "BASELINE",
-        "CORRAL",
-        "CORRAL/BASELINE",
-        "PAIRED",
-        "GOAL",
-        "MET",
-    ]);
+    // The bounds' columns, where they ran (`--bounds`).
+    let bounds: Vec<&str> = real::BOUNDS
+        .iter()
+        .map(|p| p.variant())
+        .filter(|b| r.goals.iter().any(|g| g.bounds.contains_key(*b)))
+        .collect();
+    let mut head = vec!["MEDIAN", "BASELINE", "CORRAL", "CORRAL/BASELINE", "PAIRED"];
+    let upper: Vec<String> = bounds.iter().map(|b| b.to_uppercase()).collect();
+    head.extend(upper.iter().map(String::as_str));
+    head.extend(["GOAL", "MET"]);
+    let mut t = Table::new(&head);
     for g in &r.goals {
-        t.row(vec![
+        let mut row = vec![
             g.measure.clone(),
             format!("{:.2}", g.baseline),
             format!("{:.2}", g.corral),
             format!("{:.3}", g.ratio),
             format!("{:.3}", g.paired_ratio),
-            g.goal.clone().unwrap_or_else(|| "-".into()),
+        ];
+        row.extend(
+            bounds
+                .iter()
+                .map(|b| g.bounds.get(*b).map_or("-".into(), |v| format!("{v:.2}"))),
+        );
+        row.push(g.goal.clone().unwrap_or_else(|| "-".into()));
+        row.push(
             g.met
                 .map_or("-", |m| if m { "met" } else { "not met" })
                 .into(),
-        ]);
+        );
+        t.row(row);
     }
     print!("{}", t.render());
     println!("PAIRED: the median over runs of corral / baseline within each run (the two ran back to back)");
+    if !bounds.is_empty() {
+        println!("NICE-20, FIFO: the kernel alone beside the same build, cyclictest at nice -20 (the largest fair-class weight) and at SCHED_FIFO priority 1 (preempts every fair thread at its wake-up: no placement of a SCHED_OTHER thread does better)");
+    }
     if let Some(ops) = r.stress_ops {
         println!("stress-ng --cpu N --cpu-ops {ops} (calibrated for about 3 s with one worker, kernel alone)");
     }

@@ -26,7 +26,13 @@
 //! whose program narrowed its affinity unmanaged, so the p99 it reports
 //! is an unmanaged thread's beside corral's groups, while the thread corral
 //! finds latency-critical is cyclictest's main thread (it too wakes every
-//! 10 ms). Managed (unpinned before the daemon started, so in the
+//! 10 ms). Unmanaged, it waits longer beside corral than without it
+//! (5 runs: p99 1.2x, max 2.9x): traced (bpftrace on sched_wakeup and
+//! sched_switch, each entity's vruntime and deadline read through BTF),
+//! its worst waits (~4 ms) follow wake-ups onto an idle CPU where the
+//! frame loop woke too; the frame loop, latency-critical, runs its 4 ms
+//! first, its group carrying the 0.3 ms slice and high weight up the
+//! hierarchy. Managed (unpinned before the daemon started, so in the
 //! latency group), it fared no better here: p99 3.1 and 6.9 ms against
 //! the baseline's 4.0 and 3.5 ms; traced (sched_wakeup/sched_switch), its
 //! long waits run behind the shared group's rustc with need-resched set

@@ -31,8 +31,9 @@
 //! sched_switch, each entity's vruntime and deadline read through BTF),
 //! its worst waits (~4 ms) follow wake-ups onto an idle CPU where the
 //! frame loop woke too; the frame loop, latency-critical, runs its 4 ms
-//! first, its group carrying the 0.3 ms slice and high weight up the
-//! hierarchy. Managed (unpinned before the daemon started, so in the
+//! first: corral's top group enters the root queue with the latency
+//! group's 0.3 ms slice (the kernel carries a queue's shortest slice up
+//! to its group entity) against the probe group's 1.4 ms. Managed (unpinned before the daemon started, so in the
 //! latency group), it fared no better here: p99 3.1 and 6.9 ms against
 //! the baseline's 4.0 and 3.5 ms; traced (sched_wakeup/sched_switch), its
 //! long waits run behind the shared group's rustc with need-resched set

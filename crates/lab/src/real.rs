@@ -1013,8 +1013,9 @@ pub fn goals(runs: &[Run], online: u32) -> Vec<Goal> {
             met: None,
         }
     };
-    // cyclictest's rows get the bounds' medians, where they ran.
-    let bounded = |mut g: Goal, f: &dyn Fn(&Variant) -> Option<f64>| {
+    // cyclictest's rows, with the bounds' medians where they ran.
+    let probe_row = |measure: &str, f: &dyn Fn(&Variant) -> Option<f64>| {
+        let mut g = row(measure.into(), f);
         for probe in BOUNDS {
             let m = med(probe.variant(), f);
             if !m.is_nan() {
@@ -1038,29 +1039,14 @@ pub fn goals(runs: &[Run], online: u32) -> Vec<Goal> {
             row("build time (s)".into(), &|v| Some(v.build_s)),
             GOAL_BUILD_RATIO,
         ),
-        bounded(
-            row("cyclictest p50 (us)".into(), &|v| {
-                Some(v.cyclictest.p50_us as f64)
-            }),
-            &|v| Some(v.cyclictest.p50_us as f64),
+        probe_row("cyclictest p50 (us)", &|v| Some(v.cyclictest.p50_us as f64)),
+        corral_goal(
+            probe_row("cyclictest p99 (us)", &|v| Some(v.cyclictest.p99_us as f64)),
+            GOAL_CYCLICTEST_P99_US,
         ),
-        bounded(
-            corral_goal(
-                row("cyclictest p99 (us)".into(), &|v| {
-                    Some(v.cyclictest.p99_us as f64)
-                }),
-                GOAL_CYCLICTEST_P99_US,
-            ),
-            &|v| Some(v.cyclictest.p99_us as f64),
-        ),
-        bounded(
-            corral_goal(
-                row("cyclictest max (us)".into(), &|v| {
-                    Some(v.cyclictest.max_us as f64)
-                }),
-                GOAL_CYCLICTEST_MAX_US,
-            ),
-            &|v| Some(v.cyclictest.max_us as f64),
+        corral_goal(
+            probe_row("cyclictest max (us)", &|v| Some(v.cyclictest.max_us as f64)),
+            GOAL_CYCLICTEST_MAX_US,
         ),
         corral_goal(
             row("frames missed (%)".into(), &|v| Some(v.frames.missed_pct())),

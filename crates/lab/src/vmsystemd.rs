@@ -18,7 +18,9 @@
 //! - paper 002 in units: a 10 ms / 1 ms frame loop in a unit of
 //!   `CPUWeight=5` beside a unit of six CPU hogs: corral finds it
 //!   latency-critical and has systemd lift its unit to the default weight
-//!   (runtime), the only attribute it changes, undone at its stop; the
+//!   (runtime), the only attribute it changes; killed meanwhile, corral is
+//!   started again and the unit is lifted under the new daemon; undone at
+//!   its stop; the
 //!   frames missed with and without corral are printed (MEASURED);
 //! - paper 000 in units: a CPU-bound benchmark alone, beside a unit of
 //!   ten periodic threads wanting 3.2 CPUs, and beside them with corral;
@@ -703,11 +705,34 @@ pub fn run() -> Vec<Check> {
         .join(TICK)
         .join("cpu.weight");
     let weight_now = std::fs::read_to_string(&weight_file).unwrap_or_default();
+    // Killed while the unit is lifted: systemd starts corral again (its
+    // ExecStopPost= restore first), and under the new daemon the unit is
+    // lifted (again, or still: the record it takes over names the lift).
+    let pid0 = prop("MainPID");
+    let (killed, _) = systemctl(&["kill", "-s", "KILL", UNIT]);
+    let restarted = wait_until(Duration::from_secs(120), || {
+        prop("ActiveState") == "active" && !["0", pid0.as_str()].contains(&prop("MainPID").as_str())
+    });
+    let relifted = restarted
+        && wait_until(Duration::from_secs(120), || {
+            unit_prop(TICK, "CPUWeight") == "100"
+        });
+    c.check(
+        "killed while a unit is lifted, corral is started again and the unit is lifted under the new daemon",
+        killed && restarted && relifted,
+        format!(
+            "MainPID {pid0} -> {}, NRestarts {}, ActiveState {}; CPUWeight {}",
+            prop("MainPID"),
+            prop("NRestarts"),
+            prop("ActiveState"),
+            unit_prop(TICK, "CPUWeight")
+        ),
+    );
     let (stopped, stop_out) = systemctl(&["stop", UNIT]);
     let back = unit_prop(TICK, "CPUWeight");
     let weight_after = std::fs::read_to_string(&weight_file).unwrap_or_default();
     c.check(
-        "the lift is systemd's own property, the only change outside the units, and is undone at corral's stop",
+        "the lift is systemd's own property, the only change outside the units, and is undone at corral's stop (after a kill and restart too)",
         ok && lifted
             && during.is_empty()
             && !load_base.is_empty()

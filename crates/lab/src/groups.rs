@@ -7,11 +7,6 @@
 //! exec, so not one instruction of the workload runs elsewhere.
 //! [`LabGroups`] kills the processes it started (by PID) and removes its
 //! groups when dropped, whatever happened in between.
-//!
-//! With the daemon on per-thread levers (`Layout::Threads`, a systemd
-//! host's backend) the workload's groups still go in a cgroup hierarchy,
-//! as a systemd host's units are cgroups of systemd's: the one
-//! [`set_container_layout`] names.
 
 use corral_core::share::shares_to_weight;
 use corral_linux::placer::Layout;
@@ -20,17 +15,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-
-/// Where the workload's groups go when the daemon's own layout is
-/// `Layout::Threads` (which names no hierarchy); set once by the lab's
-/// set-up.
-static CONTAINERS: std::sync::OnceLock<Layout> = std::sync::OnceLock::new();
-
-/// Names the hierarchy (v1 or v2) of the workload's groups for a daemon
-/// on per-thread levers; the first call wins.
-pub fn set_container_layout(layout: Layout) {
-    let _ = CONTAINERS.set(layout);
-}
 
 /// An experiment's groups and processes.
 #[derive(Debug)]
@@ -47,13 +31,10 @@ impl LabGroups {
         match layout {
             Layout::V1 { cpu, .. } => LabGroups::create_at(cpu, true, name),
             Layout::V2 { unified } => LabGroups::create_at(unified, false, name),
-            Layout::Threads => match CONTAINERS.get() {
-                Some(l @ (Layout::V1 { .. } | Layout::V2 { .. })) => LabGroups::create(l, name),
-                _ => Err(std::io::Error::other(
-                    "the lab's experiments make groups of their own and need a cgroup hierarchy \
-                     for them (none was named for the per-thread backend)",
-                )),
-            },
+            Layout::Threads => Err(std::io::Error::other(
+                "the lab's experiments make groups of their own and need a cgroup hierarchy \
+                 (--cgroup v1 or v2)",
+            )),
         }
     }
 

@@ -90,14 +90,6 @@ fn lab_setup(
     let mounts = CgroupMounts::discover(paths)?;
     let layout = Layout::choose(&mounts, config.daemon.cgroup).map_err(anyhow::Error::msg)?;
     layout.check().map_err(anyhow::Error::msg)?;
-    if layout == Layout::Threads {
-        // The daemon on per-thread levers (`cgroup = "threads"` in the
-        // configuration); the workload's groups still need a hierarchy,
-        // as units on a systemd host are cgroups.
-        let containers = Layout::choose(&mounts, corral_core::config::CgroupChoice::Auto)
-            .map_err(anyhow::Error::msg)?;
-        corral_lab::groups::set_container_layout(containers);
-    }
     Ok((config, layout))
 }
 

@@ -387,6 +387,12 @@ pub enum LabCommand {
     /// latency-critical), the guard off and on; every workload thread's CPU per
     /// second against the floor (5 % of a CPU). Needs root.
     Starve(StarveArgs),
+    /// The medium guarantee: a periodic thread wanting 0.35 of a CPU,
+    /// alone, then beside 4 CPU hogs per CPU its program starts; without
+    /// corral, with corral on cgroups (the medium group's weight) and on
+    /// each thread's own levers (its nice, as on a systemd host). Needs
+    /// root.
+    Medium(MediumArgs),
     /// Issue 14's churn soak: stress-ng --fork 1 --pthread 1 (and with
     /// --clone-max a clone storm) under the daemon for minutes; its RSS,
     /// open files and CPU every 10 s, errors in its log, and whether
@@ -505,6 +511,26 @@ pub struct StarveArgs {
     /// Seconds at the start not held to the floor (placing, one guard interval).
     #[arg(long, value_name = "S", default_value_t = 3)]
     pub settle: u32,
+    /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MediumArgs {
+    /// Seconds measured per variant (after the thread's time alone and 2 s
+    /// of the hogs).
+    #[arg(long, value_name = "S", default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=3600))]
+    pub seconds: u32,
+    /// The thread's CPU per 10 ms period, ms (3.0-5.0 is medium).
+    #[arg(long, value_name = "MS", default_value_t = 3.5)]
+    pub run_ms: f64,
+    /// Seconds the thread runs alone first (to be classified).
+    #[arg(long, value_name = "S", default_value_t = 6)]
+    pub alone: u32,
+    /// CPU hogs per online CPU.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub hogs_per_cpu: u32,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -211,3 +211,40 @@ fn lab_fuzz_finds_no_panic_in_a_short_run() {
     }
     assert!(out.status.success());
 }
+
+/// The medium guarantee, short: with corral the periodic thread is
+/// classified medium and placed in the medium group, on cgroups by its
+/// weight and on per-thread levers with a nice below 0, and it gets more
+/// of a CPU than beside the hogs without corral (the figures are `corral
+/// lab medium`'s).
+#[test]
+fn privileged_lab_medium_guarantees_by_weight_and_by_nice() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIP privileged_lab_medium_guarantees_by_weight_and_by_nice: needs root");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["lab", "medium", "--seconds", "4", "--alone", "4", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let variants = v["variants"].as_array().unwrap();
+    let names: Vec<&str> = variants
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["baseline", "cgroups", "threads"], "{v}");
+    let base = variants[0]["share"].as_f64().unwrap();
+    for x in &variants[1..] {
+        assert_eq!(x["class"], "medium", "{v}");
+        assert_eq!(x["group"], "medium", "{v}");
+        assert!(x["share"].as_f64().unwrap() > base, "{v}");
+    }
+    assert!(variants[2]["nice"].as_i64().unwrap() < 0, "{v}");
+}

@@ -118,6 +118,11 @@ pub struct PlanConfig {
     pub boost_evict: bool,
     pub boost_nice: i32,
     pub boost_slice_us: u64,
+    /// Set by `corral run` on the per-thread backend (a systemd host), not
+    /// read from a file: groups have no weight there, so the medium
+    /// guarantee goes by its members' nice ([`crate::share::medium_nice`]).
+    #[serde(skip)]
+    pub per_thread: bool,
 }
 
 impl Default for PlanConfig {
@@ -133,6 +138,7 @@ impl Default for PlanConfig {
             boost_evict: true,
             boost_nice: -20,
             boost_slice_us: 100,
+            per_thread: false,
         }
     }
 }

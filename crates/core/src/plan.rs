@@ -28,7 +28,7 @@
 use crate::classify::Class;
 use crate::config::PlanConfig;
 use crate::cpuset::CpuSet;
-use crate::share::medium_group_shares;
+use crate::share::{medium_group_shares, medium_nice};
 use crate::topology::{CoreType, Topology, CAPACITY_SCALE};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -417,10 +417,19 @@ pub fn plan_around(
         .copied()
         .filter(|t| !out.placements.contains_key(&t.tid))
         .collect();
+    // A medium thread runnable nearly all the time, with no core dedicated,
+    // is a CPU-bound one squeezed to 30-50 % (it counts among those
+    // wanting a whole CPU above), not one that wants half a CPU: it
+    // shares. In a unit of sixteen hogs on 4 CPUs, the ones the load
+    // balancer happened to leave 30-42 % read as medium, took the
+    // guarantee, and a periodic thread wanting 0.35 of a CPU got 0.12
+    // (the systemd guest). Once cores are dedicated, squeezed periodic
+    // threads never sleep either (see `dedicating`) and keep it.
+    let squeezed = |t: &PlanThread| !dedicating && t.runnable >= CPU_BOUND;
     let medium: Vec<&PlanThread> = others
         .iter()
         .copied()
-        .filter(|t| t.class == Class::Medium)
+        .filter(|t| t.class == Class::Medium && !squeezed(t))
         .collect();
     let latency: Vec<&PlanThread> = others
         .iter()
@@ -430,7 +439,10 @@ pub fn plan_around(
     let shared: Vec<&PlanThread> = others
         .iter()
         .copied()
-        .filter(|t| matches!(t.class, Class::Light | Class::Heavy))
+        .filter(|t| {
+            matches!(t.class, Class::Light | Class::Heavy)
+                || (t.class == Class::Medium && squeezed(t))
+        })
         .collect();
 
     let shared_cpus = if topo.performance.heterogeneous {
@@ -473,17 +485,18 @@ pub fn plan_around(
             out.placements.insert(t.tid, (t.pid, name.to_string()));
         }
     };
+    // Parity is with the shared threads that compete like a medium one
+    // (runnable at least `medium_min_cpu`), not the sleepers.
+    let competing = shared
+        .iter()
+        .filter(|t| t.runnable >= cfg.medium_min_cpu)
+        .count() as u32;
     let (medium_shares, guaranteed) = medium_group_shares(
         medium.len() as u32,
         cfg.medium_min_cpu,
         rest.len(),
         cfg.shared_shares,
-        // Parity is with the shared threads that compete like a medium
-        // one (runnable at least `medium_min_cpu`), not the sleepers.
-        shared
-            .iter()
-            .filter(|t| t.runnable >= cfg.medium_min_cpu)
-            .count() as u32,
+        competing,
     );
     add(
         MEDIUM,
@@ -514,6 +527,17 @@ pub fn plan_around(
         cfg.shared_shares,
         &shared,
     );
+    if cfg.per_thread {
+        // No group weight on the per-thread backend: its members' nice.
+        if let Some(g) = out.groups.get_mut(MEDIUM) {
+            g.nice = medium_nice(
+                medium.len() as u32,
+                cfg.medium_min_cpu,
+                rest.len(),
+                competing,
+            );
+        }
+    }
     if !medium.is_empty() && !guaranteed {
         out.notes.push(format!(
             "{} medium threads cannot each be guaranteed {} of a CPU on {} shared CPUs",
@@ -709,6 +733,64 @@ mod tests {
         assert_eq!(p.dedicated_cpu(1), Some(1));
         assert_eq!(p.group_of(1).unwrap().shares, 1024);
         assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
+    }
+
+    /// The per-thread backend: one medium thread beside six CPU-bound
+    /// shared threads on 2 CPUs gets nice -5 (share::medium_nice), where the
+    /// cgroup backends give its group a weight and leave nice alone.
+    #[test]
+    fn per_thread_medium_guarantee_is_a_nice_value() {
+        let mut threads = vec![t(1, Class::Medium, 0.4)];
+        // Light by class, yet runnable all the time: they compete.
+        threads.extend((2..8).map(|tid| PlanThread {
+            runnable: 1.0,
+            ..t(tid, Class::Light, 0.25)
+        }));
+        let cfg = PlanConfig {
+            dedicated_exclusive: true,
+            per_thread: true,
+            ..Default::default()
+        };
+        let p = plan(&topo("0-1", 2, &[]), &threads, &cfg, None);
+        assert_eq!(p.group_of(1).unwrap().kind, GroupKind::Medium);
+        assert_eq!(p.group_of(1).unwrap().nice, Some(-5));
+        assert_eq!(p.group_of(2).unwrap().nice, None);
+        let p = plan(&topo("0-1", 2, &[]), &threads, &PlanConfig::default(), None);
+        assert_eq!(p.group_of(1).unwrap().nice, None);
+        // Nothing competing: nice 0 suffices, left alone.
+        let p = plan(&topo("0-1", 2, &[]), &threads[..2], &cfg, None);
+        assert_eq!(p.group_of(1).unwrap().nice, None);
+    }
+
+    /// A medium thread runnable all the time with no core dedicated is a
+    /// squeezed CPU-bound one: it shares, and counts among the competing.
+    #[test]
+    fn a_squeezed_cpu_bound_thread_is_not_guaranteed_half_a_cpu() {
+        let hog = |tid, util| PlanThread {
+            runnable: 1.0,
+            ..t(tid, Class::Medium, util)
+        };
+        let threads = [
+            t(1, Class::Medium, 0.35),
+            hog(2, 0.42),
+            hog(3, 0.32),
+            hog(4, 0.31),
+            PlanThread {
+                runnable: 1.0,
+                ..t(5, Class::Light, 0.2)
+            },
+        ];
+        let cfg = PlanConfig {
+            per_thread: true,
+            ..Default::default()
+        };
+        let p = plan(&topo("0-1", 2, &[]), &threads, &cfg, None);
+        assert_eq!(p.group_of(1).unwrap().kind, GroupKind::Medium);
+        for tid in 2..=5 {
+            assert_eq!(p.group_of(tid).unwrap().kind, GroupKind::Shared, "{tid}");
+        }
+        // 1 member, 4 competing on 2 CPUs: 2 on its run queue, 2048, nice -4.
+        assert_eq!(p.group_of(1).unwrap().nice, Some(-4));
     }
 
     /// Issue 13: four identical hogs on two CPUs. Paper 000's rule gave one

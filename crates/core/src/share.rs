@@ -106,6 +106,54 @@ pub fn medium_group_shares(
     (guarantee.max(parity).clamp(MIN_SHARES, cap), true)
 }
 
+/// The nice value each of `members` medium threads needs on the
+/// per-thread backend (no group weight: a unit's threads compete by their
+/// own load weights) to count on `min_cpu` of a CPU beside
+/// `other_members` nice-0 threads wanting CPU like it, on `cpus` CPUs.
+///
+/// A CPU is shared by weight among the entities on its run queue, and the
+/// load balancer evens out load, not who is where: a thread that sleeps
+/// part of each period finds about ⌈other / cpus⌉ of the others on its
+/// run queue when it wakes. So the weight must hold there, and no less
+/// than the medium group's weight ([`medium_group_shares`], the others'
+/// own weights as the other group's) split over the members; never more
+/// than the others together; then the highest nice whose load weight
+/// reaches it.
+///
+/// ```text
+///   k        = ⌈other / cpus⌉
+///   w_rq     = k · 1024 · min_cpu / (1 − min_cpu)      (w / (w + k·1024) ≥ min_cpu)
+///   w_pool   = medium_group_shares(members, min_cpu, cpus, 1024 · other, other) / members
+///   w        = min(max(w_rq, w_pool), 1024 · other)
+///   nice     = max { n ≤ 0 : sched_prio_to_weight[n] ≥ w }
+/// ```
+///
+/// One medium thread beside eight CPU hogs on 2 CPUs: k = 4, w = 4096,
+/// nice −7 (4904; −6 is 3906): 4904 / (4904 + 4096) = 0.54 of its CPU,
+/// where nice 0 gives 1/5. `None` when nothing competes (the guarantee
+/// holds at nice 0). The pool alone (w_pool = 2731, nice −5) gave 0.31 of
+/// a CPU for 0.35 wanted in `corral lab medium` here (cgroup weights:
+/// 0.35). XXX: the weights compete only inside one cgroup (a unit);
+/// against threads of other units the units' weights decide, and the plan
+/// does not know which thread is in which unit.
+pub fn medium_nice(members: u32, min_cpu: f64, cpus: u32, other_members: u32) -> Option<i32> {
+    if members == 0 || other_members == 0 || cpus == 0 {
+        return None;
+    }
+    let other = other_members as u64 * NICE_0_WEIGHT;
+    let k = other_members.div_ceil(cpus) as f64;
+    let min_cpu = min_cpu.clamp(0.0, 0.99);
+    let w_rq = (k * NICE_0_WEIGHT as f64 * min_cpu / (1.0 - min_cpu)).ceil() as u64;
+    let (group, _) = medium_group_shares(members, min_cpu, cpus, other, other_members);
+    let w_pool = group.div_ceil(members as u64);
+    let w = w_rq.max(w_pool).min(other);
+    let nice = (-20..=0)
+        .rev()
+        .find(|&n| nice_to_weight(n) >= w)
+        .unwrap_or(-20);
+    (nice < 0).then_some(nice)
+}
+
 /// One level of the hierarchy above a thread: its own entity's weight
 /// and the total weight of the entities competing at that level (its own
 /// included).
@@ -137,6 +185,52 @@ pub fn effective_share(levels: &[Level], cpus: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn medium_nice_beside_eight_hogs_on_two_cpus_is_minus_7() {
+        assert_eq!(medium_nice(1, 0.5, 2, 8), Some(-7));
+        // What nice -7 gives it on a run queue with 4 of the hogs.
+        let w = nice_to_weight(-7) as f64;
+        let share = w / (w + 4.0 * 1024.0);
+        assert!((0.5..0.6).contains(&share), "{share}");
+        // Sixteen on 4 CPUs is the same per run queue.
+        assert_eq!(medium_nice(1, 0.5, 4, 16), Some(-7));
+    }
+
+    #[test]
+    fn medium_nice_leaves_nice_0_when_nothing_competes_or_it_suffices() {
+        assert_eq!(medium_nice(1, 0.5, 2, 0), None);
+        assert_eq!(medium_nice(0, 0.5, 2, 4), None);
+        // One other thread on 2 CPUs: each gets a CPU at nice 0.
+        assert_eq!(medium_nice(1, 0.5, 2, 1), None);
+    }
+
+    #[test]
+    fn medium_nice_holds_the_guarantee_on_its_run_queue_wherever_it_can() {
+        for members in 1..6u32 {
+            for cpus in 1..9u32 {
+                for others in 1..40u32 {
+                    let nice = medium_nice(members, 0.5, cpus, others).unwrap_or(0);
+                    assert!((-20..=0).contains(&nice));
+                    let w = nice_to_weight(nice) as f64;
+                    let k = others.div_ceil(cpus) as f64;
+                    let on_rq = w / (w + k * 1024.0);
+                    // The nice table's coarse steps only ever round up,
+                    // until nice -20 (88761) runs out.
+                    assert!(
+                        on_rq >= 0.5 - 1e-9 || nice == -20,
+                        "{members} {cpus} {others}: {on_rq}"
+                    );
+                    // Never more than the others together, but for one
+                    // nice step (~1.25x) of rounding up.
+                    assert!(
+                        w <= 1.26 * others as f64 * 1024.0,
+                        "{members} {cpus} {others}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn paper_002_background_group_gets_4_8_percent() {

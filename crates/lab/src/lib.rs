@@ -10,6 +10,8 @@
 //! - [`parallel`]: paper 003, fork-join Fibonacci over 1..P threads.
 //! - [`latency`]: paper 002, a periodic thread in a 52-share group beside hogs.
 //! - [`heavy`]: paper 000, a CPU-bound benchmark beside a background mix.
+//! - [`medium`]: the medium guarantee, by cgroup weight and by nice, for a
+//!   periodic thread beside hogs its program starts.
 //! - [`interactive`]: paper 001, an input handler beside hogs, boosted by
 //!   its dispatcher through corral's socket.
 //! - [`boost_bench`]: how fast a boost request takes effect.
@@ -33,6 +35,7 @@ pub mod groups;
 pub mod heavy;
 pub mod interactive;
 pub mod latency;
+pub mod medium;
 pub mod overhead;
 pub mod parallel;
 pub mod reaction;

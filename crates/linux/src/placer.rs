@@ -826,11 +826,22 @@ impl Placer {
         } else {
             original.slice_ns
         };
-        let _ = crate::sched::set_fair_attr(
-            tid,
-            nice.unwrap_or(original.nice),
-            slice_ns.unwrap_or(own_slice),
-        );
+        // The medium guarantee's nice (per-thread backend) is a floor, never
+        // a demotion: a thread keeps a lower nice of its own, and one its
+        // owner niced above 0 (`nice make`: a stated wish for less) keeps
+        // that. A boost's nice is asked for, and holds either way.
+        let medium = self
+            .placed
+            .get(&tid)
+            .and_then(|(_, g)| self.kinds.get(g))
+            .is_some_and(|k| *k == GroupKind::Medium);
+        let nice = match nice {
+            Some(_) if medium && original.nice > 0 => original.nice,
+            Some(n) if medium => n.min(original.nice),
+            Some(n) => n,
+            None => original.nice,
+        };
+        let _ = crate::sched::set_fair_attr(tid, nice, slice_ns.unwrap_or(own_slice));
     }
 
     /// Gives `tid` back the nice value and slice it had before corral

@@ -199,3 +199,59 @@ fn a_child_born_to_a_member_gets_its_affinity_back_after_release_removal_or_a_ne
         end(sh, pid);
     }
 }
+
+/// A thread's nice value, `/proc/PID/stat`'s 19th field.
+fn nice_of(pid: u32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split_whitespace().nth(16).unwrap().parse().unwrap()
+}
+
+/// The medium guarantee on the per-thread backend is its members' nice,
+/// a floor: a thread with a lower nice of its own keeps it, one its owner
+/// niced above 0 keeps that, and each gets its own back at the restore.
+#[test]
+fn the_medium_nice_is_a_floor_and_comes_back_off() {
+    let name = "the_medium_nice_is_a_floor_and_comes_back_off";
+    let Some((all, _, dir)) = setup(name) else {
+        return;
+    };
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIP {name}: lowering a nice value needs CAP_SYS_NICE (run as root)");
+        return;
+    }
+    let start = |nice: &str| {
+        Command::new("nice")
+            .args(["-n", nice, "sleep", "30"])
+            .spawn()
+            .unwrap()
+    };
+    let kids = [start("0"), start("5"), start("-6")];
+    let pids: Vec<u32> = kids.iter().map(|c| c.id()).collect();
+    let t0 = Instant::now();
+    while pids.iter().map(|&p| nice_of(p)).collect::<Vec<_>>() != [0, 5, -6] {
+        assert!(t0.elapsed() < Duration::from_secs(5), "nice did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut p = placer(dir.path().join("record.json"));
+    p.set_group(&GroupSpec {
+        kind: GroupKind::Medium,
+        nice: Some(-4),
+        shares: 1024,
+        ..spec("medium", &all)
+    })
+    .unwrap();
+    let pairs: Vec<(u32, u32)> = pids.iter().map(|&p| (p, p)).collect();
+    p.prepare(&pairs).unwrap();
+    for &pid in &pids {
+        assert!(p.move_thread(pid, pid, "medium").unwrap());
+    }
+    let placed: Vec<i32> = pids.iter().map(|&p| nice_of(p)).collect();
+    p.restore_all().unwrap();
+    let back: Vec<i32> = pids.iter().map(|&p| nice_of(p)).collect();
+    for (c, pid) in kids.into_iter().zip(pids) {
+        end(c, pid);
+    }
+    assert_eq!(placed, [-4, 5, -6], "nice 0 raised to -4, 5 and -6 kept");
+    assert_eq!(back, [0, 5, -6]);
+}

@@ -1090,6 +1090,75 @@ pub fn starve(paths: &HostPaths, args: &crate::args::StarveArgs) -> anyhow::Resu
     Ok(exit_code(held))
 }
 
+/// The share of its demand a medium thread must get with corral for
+/// `lab medium` to say the guarantee held.
+const MEDIUM_GOAL: f64 = 0.9;
+
+pub fn medium(paths: &HostPaths, args: &crate::args::MediumArgs) -> anyhow::Result<ExitCode> {
+    use corral_lab::medium;
+    anyhow::ensure!(
+        (3.0..=5.0).contains(&args.run_ms),
+        "--run-ms {}: a medium thread wants 30-50 % of a CPU, 3.0 to 5.0 ms of every 10 ms",
+        args.run_ms
+    );
+    let layout = lab_layout(paths, args.json)?;
+    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let stop = stop_flag()?;
+    let r = medium::run(
+        &exe,
+        &layout,
+        &medium::Options {
+            seconds: args.seconds,
+            run_ms: args.run_ms,
+            alone_s: args.alone,
+            hogs_per_cpu: args.hogs_per_cpu,
+            stop: &stop,
+        },
+        progress,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let held = r
+        .variants
+        .iter()
+        .filter(|v| v.name != "baseline")
+        .all(|v| v.share >= MEDIUM_GOAL * r.demand);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "a thread wanting {:.2} of a CPU beside {} hogs on {} CPUs, {} s; goal with corral: at least {:.0} % of what it wants",
+            r.demand,
+            r.hogs,
+            r.cpus,
+            r.seconds,
+            MEDIUM_GOAL * 100.0
+        );
+        let mut t = Table::new(&[
+            "VARIANT",
+            "CPU SHARE",
+            "OF DEMAND",
+            "MISSED",
+            "CLASS",
+            "GROUP",
+            "NICE",
+        ]);
+        for v in &r.variants {
+            t.row(vec![
+                v.name.clone(),
+                format!("{:.3}", v.share),
+                format!("{:.0} %", v.share / r.demand * 100.0),
+                format!("{:.1} %", v.missed * 100.0),
+                v.class.clone().unwrap_or_else(|| "-".into()),
+                v.group.clone().unwrap_or_else(|| "-".into()),
+                v.nice.map_or("-".into(), |n| n.to_string()),
+            ]);
+        }
+        print!("{}", t.render());
+        println!("goal {}", if held { "met" } else { "missed" });
+    }
+    Ok(exit_code(held))
+}
+
 pub fn soak(paths: &HostPaths, args: &crate::args::SoakArgs) -> anyhow::Result<ExitCode> {
     use corral_lab::soak;
     anyhow::ensure!(

@@ -43,6 +43,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lab(LabCommand::Flood(args)) => lab::flood(&args),
         Command::Lab(LabCommand::Crash(args)) => lab::crash(&paths, &args),
         Command::Lab(LabCommand::Starve(args)) => lab::starve(&paths, &args),
+        Command::Lab(LabCommand::Medium(args)) => lab::medium(&paths, &args),
         Command::Lab(LabCommand::Soak(args)) => lab::soak(&paths, &args),
         Command::Lab(LabCommand::Fuzz(args)) => lab::fuzz(&args),
         Command::Lab(LabCommand::VmGuest { out }) => lab::vm_guest(&out),

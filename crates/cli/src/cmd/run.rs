@@ -75,6 +75,8 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         // off it (`dedicated_exclusive`); it goes back to them when its
         // owner blocks or leaves, as before.
         config.plan.dedicated_exclusive = true;
+        // Nor a medium group's weight: its members' nice instead.
+        config.plan.per_thread = true;
     }
     if let Err(why) = layout.check() {
         if let Some(code) = refuse(&why, args.dry_run) {

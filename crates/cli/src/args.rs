@@ -11,7 +11,14 @@ use std::path::PathBuf;
 /// which the fair scheduler alone cannot see. Start with `corral cpus` to see
 /// how corral reads this machine.
 #[derive(Debug, Parser)]
-#[command(name = "corral", version, max_term_width = 100)]
+#[command(
+    name = "corral",
+    version,
+    max_term_width = 100,
+    after_help = "To read a fake tree instead of this machine's (tests, bug reports): \
+                  --sysfs-root DIR (/sys), --proc-root DIR (/proc), --cgroup-root DIR \
+                  (/sys/fs/cgroup), before or after the subcommand."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub roots: Roots,
@@ -20,19 +27,33 @@ pub struct Cli {
 }
 
 /// Where the kernel's pseudo file systems are; change them only to read a
-/// fake tree (tests, bug reports).
+/// fake tree (tests, bug reports). Hidden from every subcommand's help
+/// (most never read them); `corral --help` names them.
 #[derive(Debug, Args)]
 pub struct Roots {
     /// Root of sysfs.
-    #[arg(long, global = true, value_name = "DIR", default_value = "/sys")]
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "DIR",
+        default_value = "/sys"
+    )]
     pub sysfs_root: PathBuf,
     /// Root of procfs.
-    #[arg(long, global = true, value_name = "DIR", default_value = "/proc")]
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "DIR",
+        default_value = "/proc"
+    )]
     pub proc_root: PathBuf,
     /// Where the cgroup mounts that mountinfo lists under /sys/fs/cgroup are.
     #[arg(
         long,
         global = true,
+        hide = true,
         value_name = "DIR",
         default_value = "/sys/fs/cgroup"
     )]
@@ -46,8 +67,8 @@ pub enum Command {
     /// Show the CPUs and how many threads a parallel program should start.
     ///
     /// Lists every present CPU (state, capacity, core type, grouping), then
-    /// counts CPUs the way paper 003's CPU Count Detector does: CPUs that
-    /// exist count even while offline (a hot-plug governor brings them online
+    /// counts the CPUs a parallel program can use: CPUs that exist count
+    /// even while offline (a hot-plug governor brings them online
     /// under load); the process's affinity and cpuset limit them; a CPU quota
     /// caps the count, rounded up.
     Cpus(CpusArgs),
@@ -79,9 +100,10 @@ pub enum Command {
     /// Explain one thread: its figures, class and why, group, and the share
     /// of a CPU it can count on through the cgroup hierarchy.
     Explain(ExplainArgs),
-    /// Boost a thread that is handling user input (paper 001): corral
-    /// raises it and keeps other threads off its CPU until it blocks after
-    /// running, exits, is unboosted, or --max-ms passes.
+    /// Boost a thread that is handling user input: corral raises its
+    /// priority (nice, a short EEVDF slice, a group of its own) and keeps
+    /// other threads off its CPU until it blocks after running, exits, is
+    /// unboosted, or --max-ms passes.
     Boost(BoostArgs),
     /// End a boost.
     Unboost(UnboostArgs),
@@ -145,8 +167,9 @@ pub struct SimArgs {
     /// Write an SVG Gantt chart of --svg-window.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// The chart's time window, FROM..TO (e.g. 1s..1.2s, 0..50ms) [default: the first 200 ms].
-    #[arg(long, value_name = "FROM..TO")]
+    /// The chart's time window, FROM..TO (e.g. 1s..1.2s, 0..50ms) [default:
+    /// 200 ms from the first thread's first run].
+    #[arg(long, value_name = "FROM..TO", requires = "svg")]
     pub svg_window: Option<String>,
     /// Write rt-app log files (one per thread) into this directory.
     #[arg(long, value_name = "DIR")]
@@ -172,10 +195,12 @@ pub struct SimArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Configuration file (TOML); `corral config default` prints every key.
+    /// Configuration file (TOML); `corral config default` prints every key
+    /// [default: none, the built-in defaults].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Sampling interval, overriding the configuration.
+    /// Sampling interval, overriding the configuration's
+    /// `daemon.interval_ms` [default: 1000].
     #[arg(long, value_name = "MS")]
     pub interval: Option<u64>,
     /// Print each plan and the changes it would make; change nothing.
@@ -189,8 +214,10 @@ pub struct RunArgs {
     /// overriding the configuration.
     #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "threads", "auto"])]
     pub cgroup: Option<String>,
-    /// The socket for status and explain (`none` for no socket).
-    #[arg(long, value_name = "PATH")]
+    /// The socket for status, explain and boost (`none` for no socket),
+    /// overriding the configuration's `daemon.socket` [default:
+    /// /run/corral.sock; a user's dry run: $XDG_RUNTIME_DIR/corral.sock].
+    #[arg(long, value_name = "PATH", env = "CORRAL_SOCKET")]
     pub socket: Option<PathBuf>,
     /// Manage only this process and its descendants (repeatable).
     #[arg(long, value_name = "PID")]
@@ -226,7 +253,12 @@ pub struct RestoreArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The daemon's socket.
-    #[arg(long, value_name = "PATH", default_value = "/run/corral.sock")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "CORRAL_SOCKET",
+        default_value = "/run/corral.sock"
+    )]
     pub socket: PathBuf,
     /// Print JSON for programs.
     #[arg(long)]
@@ -238,7 +270,12 @@ pub struct ExplainArgs {
     /// The thread id.
     pub tid: u32,
     /// The daemon's socket.
-    #[arg(long, value_name = "PATH", default_value = "/run/corral.sock")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "CORRAL_SOCKET",
+        default_value = "/run/corral.sock"
+    )]
     pub socket: PathBuf,
     /// Print JSON for programs.
     #[arg(long)]
@@ -253,7 +290,12 @@ pub struct BoostArgs {
     #[arg(long, value_name = "MS")]
     pub max_ms: Option<u64>,
     /// The daemon's socket.
-    #[arg(long, value_name = "PATH", default_value = "/run/corral.sock")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "CORRAL_SOCKET",
+        default_value = "/run/corral.sock"
+    )]
     pub socket: PathBuf,
 }
 
@@ -262,7 +304,12 @@ pub struct UnboostArgs {
     /// The thread id.
     pub tid: u32,
     /// The daemon's socket.
-    #[arg(long, value_name = "PATH", default_value = "/run/corral.sock")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "CORRAL_SOCKET",
+        default_value = "/run/corral.sock"
+    )]
     pub socket: PathBuf,
 }
 
@@ -746,5 +793,12 @@ fn parse_kernel(s: &str) -> Result<String, String> {
     if s == "cfs" || s == "eevdf" {
         return Ok(s.to_string());
     }
-    corral_sim::models::old_model(s, 1, 250).map(|_| s.to_string())
+    corral_sim::models::old_model(s, 1, 250)
+        .map(|_| s.to_string())
+        .map_err(|_| {
+            format!(
+                "unknown kernel model {s:?} (valid: eevdf, cfs, linux24, mlq:N (MEASURE N \
+                 ticks, e.g. mlq:4), o1, bfs)"
+            )
+        })
 }

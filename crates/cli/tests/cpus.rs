@@ -60,7 +60,10 @@ fn paper_003_tables_through_the_cli() {
         let out = cmd.arg("cpus").output().unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(
-            text.contains(&format!("recommended threads:  {want}\n")),
+            text.contains(&format!(
+                "recommended:          {want} thread{}\n",
+                if want == 1 { "" } else { "s" }
+            )),
             "{text}"
         );
     }

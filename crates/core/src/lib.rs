@@ -38,6 +38,7 @@ pub mod host;
 pub mod plan;
 pub mod share;
 pub mod topology;
+pub mod words;
 
 pub use cpuset::{CpuSet, ParseCpuListError};
 pub use topology::{CoreType, Cpu, RawTopology, Topology};

@@ -242,10 +242,16 @@ pub fn plan_around(
         .filter(|t| t.boost == Boost::None)
         .collect();
 
+    // A thread boosted before keeps its own group (see [`Boost`]), yet a
+    // heavy one still wants its core: it competes for one like the others,
+    // and its group at rest gets the CPU (raised, the boost decides; the
+    // others' groups are the same either way).
+    let resting: Vec<&PlanThread> = boosting.clone();
     // Heavy threads, by peak (incumbents favoured), then tid.
     let prev_cpu = |tid: u32| previous.and_then(|p| p.dedicated_cpu(tid));
     let mut heavy: Vec<&PlanThread> = threads
         .iter()
+        .chain(&resting)
         .copied()
         .filter(|t| t.class == Class::Heavy && !unplanned.spawners.contains(&t.tid))
         .collect();
@@ -308,6 +314,7 @@ pub fn plan_around(
     // build's compilers end a dedication instead of queueing beside it.
     let wanting = threads
         .iter()
+        .chain(&resting)
         .filter(|t| t.class == Class::Heavy || (!dedicating && t.runnable >= CPU_BOUND))
         .count()
         + unplanned.cpu_bound;
@@ -365,7 +372,12 @@ pub fn plan_around(
             dedicated.push((cpu, t));
         }
     }
+    let mut resting_cpu: BTreeMap<u32, u32> = BTreeMap::new();
     for (cpu, t) in &dedicated {
+        if t.boost != Boost::None {
+            resting_cpu.insert(t.tid, *cpu);
+            continue;
+        }
         let name = dedicated_name(*cpu);
         out.groups.insert(
             name.clone(),
@@ -390,9 +402,9 @@ pub fn plan_around(
         ));
     } else if heavy.len() > dedicated.len() {
         out.notes.push(format!(
-            "{} heavy threads, {} dedicated cores (at most online CPUs - 1): the rest share",
-            heavy.len(),
-            dedicated.len()
+            "{}, {} (at most online CPUs - 1): the rest share",
+            crate::words::count(heavy.len(), "heavy thread", "heavy threads"),
+            crate::words::count(dedicated.len(), "dedicated core", "dedicated cores")
         ));
     }
 
@@ -548,7 +560,8 @@ pub fn plan_around(
     }
 
     // Boost groups: at rest, a thread's own group is like the group its
-    // class would give it (latency-critical or shared); raised, it has the
+    // class would give it (its dedicated core, latency-critical or
+    // shared); raised, it has the
     // highest weight, the boost's nice and slice, and its reserved CPU.
     for t in &boosting {
         let name = boost_name(t.tid);
@@ -562,6 +575,20 @@ pub fn plan_around(
                 shares: crate::share::MAX_SHARES,
                 slice_ns: (cfg.boost_slice_us > 0).then_some(cfg.boost_slice_us * 1000),
                 nice: Some(cfg.boost_nice),
+            }
+        } else if let Some(&cpu) = resting_cpu.get(&t.tid) {
+            // A heavy thread's core, as its dedicated group would have it.
+            GroupSpec {
+                name: name.clone(),
+                kind: GroupKind::Boost,
+                cpus: std::iter::once(cpu).collect(),
+                shares: if cfg.dedicated_exclusive {
+                    cfg.shared_shares
+                } else {
+                    cfg.dedicated_shares
+                },
+                slice_ns: None,
+                nice: None,
             }
         } else {
             let latency = t.class == Class::LatencyCritical;
@@ -791,6 +818,31 @@ mod tests {
         }
         // 1 member, 4 competing on 2 CPUs: 2 on its run queue, 2048, nice -4.
         assert_eq!(p.group_of(1).unwrap().nice, Some(-4));
+    }
+
+    /// Issue 16: a heavy thread whose boost ended keeps its own group, on
+    /// its dedicated core, not on every CPU until the group is dropped.
+    #[test]
+    fn a_heavy_thread_at_rest_after_a_boost_gets_its_core_back() {
+        let threads = [
+            PlanThread {
+                boost: Boost::Ready,
+                cpu: 1,
+                ..t(1, Class::Heavy, 0.99)
+            },
+            t(2, Class::Light, 0.1),
+        ];
+        let cfg = PlanConfig {
+            dedicated_exclusive: true,
+            ..Default::default()
+        };
+        let p = plan(&topo("0-1", 2, &[]), &threads, &cfg, None);
+        let g = p.group_of(1).unwrap();
+        assert_eq!(g.kind, GroupKind::Boost);
+        assert_eq!(g.cpus.to_string(), "1");
+        assert_eq!(p.group_of(2).unwrap().cpus.to_string(), "0");
+        // No empty dedicated group beside it.
+        assert!(p.groups.values().all(|g| g.kind != GroupKind::Dedicated));
     }
 
     /// Issue 13: four identical hogs on two CPUs. Paper 000's rule gave one

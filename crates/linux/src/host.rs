@@ -334,7 +334,18 @@ pub fn share_levels(
     };
     let me = parse_stat(&stat)
         .ok_or_else(|| Error::parse(&proc_tid.join("stat"), &stat, "a stat line"))?;
-    let cpus = crate::procfs::cpus_allowed(paths, Some(tid))?.map_or(1, |c| c.len());
+    let mine = crate::procfs::cpus_allowed(paths, Some(tid))?;
+    let cpus = mine.as_ref().map_or(1, |c| c.len());
+    // A runnable task competes only where it may run: one whose affinity
+    // (its cpuset's CPUs included) shares no CPU with this thread's takes
+    // nothing from it (a hog alone on its dedicated CPU has it all).
+    let may_compete = |t: u32| -> bool {
+        let Some(mine) = &mine else { return true };
+        match crate::procfs::cpus_allowed(paths, Some(t)) {
+            Ok(Some(theirs)) => !theirs.intersection(mine).is_empty(),
+            _ => false,
+        }
+    };
 
     let tasks_file = if v1 { "tasks" } else { "cgroup.threads" };
     let weight_of_group = |dir: &Path| -> u64 {
@@ -352,14 +363,17 @@ pub fn share_levels(
             .filter_map(|t| t.parse::<u32>().ok())
             .filter(|&t| t != tid)
             .filter_map(|t| {
-                std::fs::read_to_string(paths.procfs.join(t.to_string()).join("stat")).ok()
+                std::fs::read_to_string(paths.procfs.join(t.to_string()).join("stat"))
+                    .ok()
+                    .map(|s| (t, s))
             })
-            .filter_map(|s| parse_stat(&s))
-            .filter(|s| s.state == 'R')
-            .map(|s| nice_to_weight(s.nice))
+            .filter_map(|(t, s)| Some((t, parse_stat(&s)?)))
+            .filter(|(t, s)| s.state == 'R' && may_compete(*t))
+            .map(|(_, s)| nice_to_weight(s.nice))
             .sum()
     };
-    let has_runnable = |dir: &Path| -> bool { subtree_has_runnable(paths, dir, tasks_file) };
+    let has_runnable =
+        |dir: &Path| -> bool { subtree_has_runnable(paths, dir, tasks_file, &may_compete) };
 
     let mut levels = Vec::new();
     let mut dir = mount.join(path.trim_start_matches('/'));
@@ -411,16 +425,24 @@ fn child_dirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
         .map(|e| e.path())
 }
 
-fn subtree_has_runnable(paths: &HostPaths, dir: &Path, tasks_file: &str) -> bool {
+/// Whether a task under `dir` is runnable and passes `may_compete`.
+fn subtree_has_runnable(
+    paths: &HostPaths,
+    dir: &Path,
+    tasks_file: &str,
+    may_compete: &dyn Fn(u32) -> bool,
+) -> bool {
     let text = std::fs::read_to_string(dir.join(tasks_file)).unwrap_or_default();
     let here = text
         .split_whitespace()
-        .filter(|t| t.parse().is_ok_and(|t| !is_own_thread(paths, t)))
+        .filter_map(|t| t.parse::<u32>().ok())
+        .filter(|&t| !is_own_thread(paths, t))
         .any(|t| {
-            std::fs::read_to_string(paths.procfs.join(t).join("stat"))
+            std::fs::read_to_string(paths.procfs.join(t.to_string()).join("stat"))
                 .ok()
                 .and_then(|s| parse_stat(&s))
                 .is_some_and(|s| s.state == 'R')
+                && may_compete(t)
         });
-    here || child_dirs(dir).any(|c| subtree_has_runnable(paths, &c, tasks_file))
+    here || child_dirs(dir).any(|c| subtree_has_runnable(paths, &c, tasks_file, may_compete))
 }

@@ -75,7 +75,9 @@ fn read_cpu(dir: &Path, id: u32) -> Result<RawCpu> {
         },
         package_id: read_id_opt(&topo.join("physical_package_id"))?,
         die_id: read_id_opt(&topo.join("die_id"))?,
-        cluster_id: read_id_opt(&topo.join("cluster_id"))?,
+        // x86 reports a CPU with no known L2 cluster as BAD_APICID, 0xffff
+        // (arch/x86/include/asm/apicdef.h); arm64 as -1: neither is an id.
+        cluster_id: read_id_opt(&topo.join("cluster_id"))?.filter(|&id| id != 0xffff),
         core_id: read_id_opt(&topo.join("core_id"))?,
         core_cpus: either("core_cpus_list", "thread_siblings_list")?,
         cluster_cpus: read_cpulist_opt(&topo.join("cluster_cpus_list"))?,

@@ -195,3 +195,61 @@ fn missing_process_is_reported_as_such() {
     assert!(err.is_gone());
     assert_eq!(err.to_string(), "no process with PID 4242");
 }
+
+/// x86 reports a CPU with no known L2 cluster as 65535 (BAD_APICID):
+/// no cluster id, not cluster 65535.
+#[test]
+fn cluster_id_65535_is_no_cluster() {
+    let (_d, h) = host();
+    h.cpus("0-1", "0-1", "0-1")
+        .write("sys/devices/system/cpu/cpu0/topology/cluster_id", "65535\n")
+        .write("sys/devices/system/cpu/cpu1/topology/cluster_id", "3\n");
+    let t = read_topology(&h.paths()).unwrap();
+    assert_eq!(t.cpu(0).unwrap().cluster_id, None);
+    assert_eq!(t.cpu(1).unwrap().cluster_id, Some(3));
+}
+
+/// `explain`'s share: a hog alone on its dedicated CPU (the others'
+/// cpuset leaves that CPU) has all of it; when the shared group may use
+/// that CPU too (work-conserving), its weight counts against the hog's.
+#[test]
+fn share_levels_count_only_competitors_that_may_run_on_the_threads_cpus() {
+    let stat = |tid: u32| {
+        // Fields 3.. of /proc/TID/stat: state R, nice (19) 0, processor
+        // (39) 1, policy (41) 0.
+        let mut f = vec!["0"; 50];
+        f[0] = "R";
+        format!("{tid} (hog) {}\n", f.join(" "))
+    };
+    for (theirs, want) in [("0", 1.0), ("0-1", 10240.0 / (10240.0 + 1024.0))] {
+        let (_d, h) = host();
+        h.cpus("0-1", "0-1", "0-1")
+            .mount_v1("cpu,cpuacct", "cpu,cpuacct")
+            .process("100", "1", &["3:cpu,cpuacct:/corral/dedicated-cpu1"])
+            .write("proc/100/stat", &stat(100))
+            .process("200", theirs, &["3:cpu,cpuacct:/corral/shared"])
+            .write("proc/200/stat", &stat(200))
+            .cgroup_file("cpu,cpuacct", "corral", "cpu.shares", "1024\n")
+            .cgroup_file("cpu,cpuacct", "corral", "tasks", "")
+            .cgroup_file(
+                "cpu,cpuacct",
+                "corral/dedicated-cpu1",
+                "cpu.shares",
+                "10240\n",
+            )
+            .cgroup_file("cpu,cpuacct", "corral/dedicated-cpu1", "tasks", "100\n")
+            .cgroup_file("cpu,cpuacct", "corral/shared", "cpu.shares", "1024\n")
+            .cgroup_file("cpu,cpuacct", "corral/shared", "tasks", "200\n")
+            .cgroup_file("cpu,cpuacct", "", "tasks", "");
+        let mount = h.root().join("cgroup/cpu,cpuacct");
+        let (levels, cpus) = corral_linux::host::share_levels(&h.paths(), &mount, true, 100)
+            .unwrap()
+            .unwrap();
+        assert_eq!(cpus, 1);
+        let share = corral_core::share::effective_share(&levels, cpus);
+        assert!(
+            (share - want).abs() < 1e-9,
+            "others on {theirs}: {share} ({levels:?})"
+        );
+    }
+}

@@ -305,6 +305,59 @@ pub fn parse_time(t: &str) -> Option<Ns> {
     (v.is_finite() && v >= 0.0).then_some(v.round() as Ns)
 }
 
+/// What a workload asks of a platform that the platform does not have: a
+/// CPU number past its CPUs (`"cpus": [0, 7]` on 2 CPUs), or a group of
+/// the platform's that no task runs in or under (`--group-shares
+/// bg=52` for a workload whose tasks name no `taskgroup` `/bg`). Either
+/// would otherwise be dropped without a word.
+pub fn check_fit(work: &crate::rtapp::Workload, spec: &PlatformSpec) -> Result<(), String> {
+    let n = spec.platform.capacities.len() as u32;
+    for t in &work.tasks {
+        let sets = std::iter::once(("", t.cpus.as_ref()))
+            .chain(t.phases.iter().map(|p| (p.name.as_str(), p.cpus.as_ref())));
+        for (phase, cpus) in sets {
+            if let Some(&c) = cpus.into_iter().flatten().find(|&&c| c >= n) {
+                let at = if phase.is_empty() {
+                    String::new()
+                } else {
+                    format!(", phase {phase:?}")
+                };
+                return Err(format!(
+                    "task {:?}{at}: \"cpus\" names CPU {c}, and the platform has {n} (0-{})",
+                    t.name,
+                    n.saturating_sub(1)
+                ));
+            }
+        }
+    }
+    for path in spec.groups.keys() {
+        let norm = format!("/{}", path.trim_matches('/'));
+        let used = work.tasks.iter().any(|t| {
+            let g = format!(
+                "/{}",
+                t.taskgroup.as_deref().unwrap_or("/").trim_matches('/')
+            );
+            g == norm || g.starts_with(&format!("{norm}/")) || norm == "/"
+        });
+        if !used {
+            let named: std::collections::BTreeSet<&str> = work
+                .tasks
+                .iter()
+                .filter_map(|t| t.taskgroup.as_deref())
+                .collect();
+            return Err(format!(
+                "group {norm}: no task runs in it (the workload's taskgroups: {})",
+                if named.is_empty() {
+                    "none, every task is in /".to_string()
+                } else {
+                    named.into_iter().collect::<Vec<_>>().join(", ")
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The kernel models a platform can run.
 pub fn flavour(name: &str) -> Option<crate::fair::Flavour> {
     match name {
@@ -330,6 +383,7 @@ pub fn build(
         Flavour::Cfs => RtBandwidth::throttling(),
         Flavour::Eevdf => RtBandwidth::fair_server(),
     };
+    check_fit(&work, spec)?;
     let k = crate::classes::Classes::new(n, Fair::new(flavour, n).with_hz(hz), bw, hz);
     let mut m = crate::machine::Machine::new(spec.platform.clone(), work, k)?;
     for (path, g) in &spec.groups {
@@ -353,6 +407,7 @@ pub fn build_old(
     model: &str,
 ) -> Result<crate::machine::Machine<Box<dyn crate::kernel::SchedClass>>, String> {
     let n = spec.platform.capacities.len();
+    check_fit(&work, spec)?;
     let k = crate::models::old_model(model, n, spec.platform.hz)?;
     if let Some(g) = spec.groups.keys().next() {
         return Err(format!("{model}: no group scheduling (group {g})"));

@@ -38,9 +38,22 @@ fn every_debian_rt_app_example_parses_or_names_the_unsupported_key() {
                 assert!(!w.tasks.is_empty());
                 // It runs: 2 simulated seconds under each model, the
                 // machine's invariants checked at every event.
+                // As many CPUs as it names (example8 pins to CPU 2), at
+                // least 2: a CPU past the platform's is refused.
+                let named = w
+                    .tasks
+                    .iter()
+                    .flat_map(|t| {
+                        t.cpus
+                            .iter()
+                            .chain(t.phases.iter().filter_map(|p| p.cpus.as_ref()))
+                    })
+                    .flatten()
+                    .max()
+                    .map_or(0, |&c| c as usize + 1);
                 for f in [Flavour::Eevdf, Flavour::Cfs] {
                     let spec = PlatformSpec {
-                        platform: Platform::uniform(2),
+                        platform: Platform::uniform(named.max(2)),
                         kernel: None,
                         groups: Default::default(),
                         boosts: Vec::new(),

@@ -3,6 +3,7 @@
 use crate::args::CpusArgs;
 use crate::table::Table;
 use anyhow::Context;
+use corral_core::words::count;
 use corral_core::{CpuSet, Topology};
 use corral_linux::cpucount::{detect, CpuReport};
 use corral_linux::HostPaths;
@@ -141,8 +142,9 @@ fn render(r: &CpuReport) -> String {
     out.push_str(&counts.render());
     out.push('\n');
     out.push_str(&format!(
-        "online-only detector: {} threads\nrecommended threads:  {}\n",
-        rec.online_only, rec.threads
+        "online-only detector: {}\nrecommended:          {}\n",
+        count(rec.online_only as usize, "thread", "threads"),
+        count(rec.threads as usize, "thread", "threads")
     ));
     for reason in &rec.reasons {
         out.push_str(&format!("  - {reason}\n"));

@@ -5,6 +5,7 @@ use anyhow::{bail, Context};
 use corral_core::config::CgroupChoice;
 use corral_core::host::Host;
 use corral_core::plan::Change;
+use corral_core::words::count;
 use corral_daemon::server::{self, Msg};
 use corral_daemon::{Daemon, StepReport};
 use corral_linux::cgroup::CgroupMounts;
@@ -40,8 +41,31 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             args.group_name
         );
     }
-    if !args.dry_run && !rustix::process::geteuid().is_root() {
+    let root = rustix::process::geteuid().is_root();
+    if !args.dry_run && !root {
         bail!("corral run changes cgroups and needs root; run it as root, or add --dry-run to only print plans");
+    }
+    if args.dry_run && !root && args.socket.is_none() {
+        // /run is root's: a user's dry run answers on its own runtime
+        // directory's socket, or on none.
+        let own = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|d| d.is_dir())
+            .map(|d| d.join("corral.sock"));
+        match own {
+            Some(path) => {
+                eprintln!(
+                    "corral: note: a dry run as a user: the socket is {} (/run is root's; corral status --socket {} reads it)",
+                    path.display(),
+                    path.display()
+                );
+                config.daemon.socket = path.to_string_lossy().into_owned();
+            }
+            None => {
+                eprintln!("corral: note: a dry run as a user: no socket (/run is root's; give --socket PATH for status)");
+                config.daemon.socket = "none".into();
+            }
+        }
     }
 
     let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
@@ -225,14 +249,19 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             let _ = t.send(Msg::Stop(format!("a panic ({info})")));
         }
     }));
+    // With --scope-pid, the daemon ends when everything it was started for
+    // has: every named process gone and no thread left in scope.
+    let scope_tx = tx.clone();
     drop(tx);
 
     eprintln!(
         "corral: managing {} every {} ms on {}{}",
         match (&args.scope_pid[..], &args.scope_cgroup[..]) {
             ([], []) => "every user thread".to_string(),
-            (p, []) => format!("processes {p:?} and their descendants"),
-            (_, c) => format!("threads under {c:?}"),
+            ([p], []) => format!("process {p} and its descendants"),
+            (p, []) => format!("processes {} and their descendants", list(p)),
+            (_, [c]) => format!("threads under {c}"),
+            (_, c) => format!("threads under {}", list(c)),
         },
         interval.as_millis(),
         daemon.host().describe(),
@@ -249,17 +278,33 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         daemon.step().context("first sample")?;
         std::thread::sleep(interval);
     }
-    let (mut ready, mut warned) = (false, false);
+    let (mut ready, mut warned, mut scope_ended) = (false, false, false);
+    let roots = args.scope_pid.clone();
+    let procfs = paths.procfs.clone();
     let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         server::run(&mut daemon, &mut inbox, interval, args.once, |report, d| {
             log_step(report, d, dry_run);
+            if !roots.is_empty()
+                && !scope_ended
+                && report.threads == 0
+                && roots.iter().all(|&p| !process_alive(&procfs, p))
+            {
+                scope_ended = true;
+                let what = match &roots[..] {
+                    [p] => format!("process {p}"),
+                    p => format!("processes {}", list(p)),
+                };
+                let _ = scope_tx.send(Msg::Stop(format!(
+                    "{what} and every thread in scope have exited"
+                )));
+            }
             if let Some(n) = &notifier {
                 let state = if ready {
                     "WATCHDOG=1".to_string()
                 } else {
                     format!(
-                        "READY=1\nSTATUS=managing {} threads every {} ms",
-                        report.threads,
+                        "READY=1\nSTATUS=managing {} every {} ms",
+                        count(report.threads, "thread", "threads"),
                         interval.as_millis()
                     )
                 };
@@ -288,12 +333,35 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     restored.context("could not put every thread back")?;
     match ended {
+        server::Ended::Stopped(why) if dry_run => {
+            eprintln!("corral: {why}: stopped (a dry run changes nothing)")
+        }
         server::Ended::Stopped(why) => {
             eprintln!("corral: {why}: every thread put back, groups removed")
         }
         server::Ended::Once => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `1, 2 and 3`.
+fn list<T: std::fmt::Display>(items: &[T]) -> String {
+    let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// Whether process `pid` runs (a zombie, exited and not yet reaped by
+/// its parent, does not).
+fn process_alive(procfs: &std::path::Path, pid: u32) -> bool {
+    std::fs::read_to_string(procfs.join(pid.to_string()).join("stat")).is_ok_and(|s| {
+        s.rfind(')')
+            .and_then(|i| s[i + 1..].split_whitespace().next())
+            .is_some_and(|state| !matches!(state, "Z" | "X"))
+    })
 }
 
 /// A host corral cannot manage as configured: a warning on a dry run
@@ -375,7 +443,11 @@ fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
         if report.changes.is_empty() && report.step > 1 {
             return;
         }
-        println!("step {}: {} threads, plan:", report.step, report.threads);
+        println!(
+            "step {}: {}, plan:",
+            report.step,
+            count(report.threads, "thread", "threads")
+        );
         for g in daemon.plan().groups.values() {
             let members: Vec<String> = daemon
                 .plan()

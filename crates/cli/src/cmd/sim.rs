@@ -123,10 +123,21 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         Some(w) => Some(parse_window(w)?),
         None => None,
     };
+    if let Some((from, _)) = window {
+        anyhow::ensure!(
+            (from as f64) < secs * 1e9,
+            "--svg-window starts at {} s, at or past the end of the run ({secs} s)",
+            from as f64 / 1e9
+        );
+    }
     let ntasks: u64 = work.tasks.iter().map(|t| t.instances as u64).sum();
     let recording = args.trace.is_some() || args.svg.is_some() || args.log_dir.is_some();
     let end = (secs * 1e9) as u64;
     let corral = args.policy.as_deref() == Some("corral");
+    anyhow::ensure!(
+        corral || args.config.is_none(),
+        "--config is corral's configuration, read only with --policy corral"
+    );
     anyhow::ensure!(
         corral || spec.boosts.is_empty(),
         "the platform scripts boosts, which only --policy corral acts on"
@@ -198,7 +209,15 @@ fn finish<K: corral_sim::kernel::SchedClass>(
         );
     }
     if let Some(f) = &args.svg {
-        let (from, to) = window.unwrap_or((0, ((secs * 1e9) as u64).min(200_000_000)));
+        // By default the first 200 ms from the first run: a workload whose
+        // threads start late (browser-short at 400 ms) would otherwise
+        // chart an empty window.
+        let end = (secs * 1e9) as u64;
+        let (from, to) = window.unwrap_or_else(|| {
+            let first = m.slices().iter().map(|s| s.start).min().unwrap_or(0);
+            let from = first / 1_000_000 * 1_000_000;
+            (from, (from + 200_000_000).min(end).max(from + 1))
+        });
         std::fs::write(f, output::svg(m, from, to))
             .with_context(|| format!("cannot write {}", f.display()))?;
         eprintln!("corral sim: chart written to {}", f.display());

@@ -317,9 +317,11 @@ pub struct UnboostArgs {
 pub enum ConfigCommand {
     /// Print the default configuration, commented.
     Default,
-    /// Validate a configuration file (exit 2 and name the line if wrong).
+    /// Validate a configuration file: every error, each with its line and
+    /// key (exit 2 if any).
     Check {
-        /// The file to check.
+        /// The file to check [default: /etc/corral/corral.toml].
+        #[arg(default_value = "/etc/corral/corral.toml")]
         file: PathBuf,
     },
 }

@@ -262,3 +262,91 @@ fn the_docs_point_only_at_files_in_the_repository() {
         }
     }
 }
+
+/// `config check` names every error, not just the first, with its line
+/// and key (a rule by its index), in words rather than Rust's types.
+#[test]
+fn config_check_reports_every_error_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.toml");
+    std::fs::write(
+        &f,
+        "[classify]\nheavy = 1.5\nhysteresis = 2\n[daemon]\ninterval_ms = 5\n[plan]\nboost_nice = 40\n",
+    )
+    .unwrap();
+    let out = corral().args(["config", "check"]).arg(&f).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    for want in [
+        ":2: key `classify.heavy`",
+        ":3: key `classify.hysteresis`",
+        ":5: key `daemon.interval_ms`",
+        ":7: key `plan.boost_nice`",
+    ] {
+        assert!(said.contains(want), "{want}: {said}");
+    }
+    assert!(said.contains(" errors"), "{said}");
+    // In file order.
+    let at = |k: &str| said.find(k).unwrap();
+    assert!(at("classify.heavy") < at("daemon.interval_ms"));
+    // A type error: words, and the rule's index.
+    std::fs::write(
+        &f,
+        "[[rule]]\ncomm = \"a\"\nclass = \"heavy\"\n[[rule]]\ncomm = \"b\"\nclass = 7\n",
+    )
+    .unwrap();
+    let out = corral().args(["config", "check"]).arg(&f).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(":6: key `rule[1].class`"), "{said}");
+    std::fs::write(&f, "[daemon]\ninterval_ms = -5\n").unwrap();
+    let out = corral().args(["config", "check"]).arg(&f).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("a whole number ≥ 0"), "{said}");
+    assert!(!said.contains("u64"), "{said}");
+}
+
+/// `status` says which configuration file and which scope are in force.
+#[test]
+fn status_names_the_configuration_and_the_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("c.toml");
+    std::fs::write(&conf, "[daemon]\ninterval_ms = 100\n").unwrap();
+    let socket = dir.path().join("s.sock");
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut d = corral()
+        .args(["run", "--dry-run", "--config"])
+        .arg(&conf)
+        .arg("--socket")
+        .arg(&socket)
+        .args(["--scope-pid", &sleeper.id().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let said = loop {
+        let out = corral()
+            .arg("status")
+            .arg("--socket")
+            .arg(&socket)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            break String::from_utf8_lossy(&out.stdout).to_string();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(15), "no status");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = d.kill();
+    let _ = d.wait();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(
+        said.contains(&format!(
+            "config: {}; managing process {} and its descendants",
+            conf.display(),
+            sleeper.id()
+        )),
+        "{said}"
+    );
+}

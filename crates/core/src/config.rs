@@ -247,46 +247,64 @@ impl fmt::Display for ConfigError {
 impl Config {
     /// Parses and validates a configuration file's text.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        match Config::check(text) {
+            Ok(config) => Ok(config),
+            Err(mut all) => Err(all.remove(0)),
+        }
+    }
+
+    /// As [`Config::parse`], with every complaint about the values
+    /// (`corral config check`); a file that does not parse as TOML, or
+    /// has a value of the wrong type, stops at that one.
+    pub fn check(text: &str) -> Result<Config, Vec<ConfigError>> {
         let config: Config = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of_offset(text, s.start));
             let key = e.span().and_then(|s| key_at(text, s.start));
-            ConfigError {
+            vec![ConfigError {
                 line,
                 key,
-                message: e.message().trim().to_string(),
-            }
+                message: plain(e.message().trim()),
+            }]
         })?;
-        config.validate().map_err(|(key, message)| ConfigError {
-            line: line_of_key(text, &key),
-            key: Some(key),
-            message,
-        })?;
-        Ok(config)
+        let errors = config.validate();
+        if errors.is_empty() {
+            return Ok(config);
+        }
+        let mut errors: Vec<ConfigError> = errors
+            .into_iter()
+            .map(|(key, message)| ConfigError {
+                line: line_of_key(text, &key),
+                key: Some(key),
+                message,
+            })
+            .collect();
+        errors.sort_by_key(|e| e.line.unwrap_or(usize::MAX));
+        Err(errors)
     }
 
-    /// Checks values that parse but make no sense together; returns the
-    /// dotted key and the complaint.
-    fn validate(&self) -> Result<(), (String, String)> {
+    /// Checks values that parse but make no sense together; returns every
+    /// complaint, each with its dotted key, in the file's order of keys.
+    fn validate(&self) -> Vec<(String, String)> {
+        let mut errors: Vec<(String, String)> = Vec::new();
         let c = &self.classify;
-        let frac = |key: &str, v: f64| {
-            if (0.0..=1.0).contains(&v) && v.is_finite() {
-                Ok(())
-            } else {
-                Err((key.to_string(), format!("must be between 0 and 1, not {v}")))
+        let frac = |errors: &mut Vec<(String, String)>, key: &str, v: f64| {
+            if !((0.0..=1.0).contains(&v) && v.is_finite()) {
+                errors.push((key.to_string(), format!("must be between 0 and 1, not {v}")));
             }
         };
-        frac("classify.heavy", c.heavy)?;
-        frac("classify.medium", c.medium)?;
-        frac("classify.hysteresis", c.hysteresis)?;
+        frac(&mut errors, "classify.heavy", c.heavy);
+        frac(&mut errors, "classify.medium", c.medium);
+        frac(&mut errors, "classify.hysteresis", c.hysteresis);
         frac(
+            &mut errors,
             "classify.latency_critical.max_util",
             c.latency_critical.max_util,
-        )?;
-        frac("plan.medium_min_cpu", self.plan.medium_min_cpu)?;
-        frac("guard.floor", self.guard.floor)?;
-        frac("guard.min_wait", self.guard.min_wait)?;
+        );
+        frac(&mut errors, "plan.medium_min_cpu", self.plan.medium_min_cpu);
+        frac(&mut errors, "guard.floor", self.guard.floor);
+        frac(&mut errors, "guard.min_wait", self.guard.min_wait);
         if c.heavy <= c.medium {
-            return Err((
+            errors.push((
                 "classify.heavy".into(),
                 format!(
                     "the heavy threshold ({}) must be above the medium one ({})",
@@ -295,34 +313,34 @@ impl Config {
             ));
         }
         if c.hysteresis >= c.medium {
-            return Err((
+            errors.push((
                 "classify.hysteresis".into(),
                 format!("must be below the medium threshold ({})", c.medium),
             ));
         }
         if !(c.peak_half_life_s > 0.0 && c.peak_half_life_s.is_finite()) {
-            return Err((
+            errors.push((
                 "classify.peak_half_life_s".into(),
                 "must be a positive number of seconds".into(),
             ));
         }
         let lc = &c.latency_critical;
         if lc.intervals == 0 {
-            return Err((
+            errors.push((
                 "classify.latency_critical.intervals".into(),
                 "must be at least 1".into(),
             ));
         }
         if !(lc.min_wakeups_per_s >= 0.0 && lc.max_run_per_wakeup_ms > 0.0 && lc.max_rate_cv >= 0.0)
         {
-            return Err((
+            errors.push((
                 "classify.latency_critical".into(),
                 "rates and times must be positive".into(),
             ));
         }
         let d = &self.daemon;
         if d.fast_interval_ms != 0 && !(10..=d.interval_ms).contains(&d.fast_interval_ms) {
-            return Err((
+            errors.push((
                 "daemon.fast_interval_ms".into(),
                 format!(
                     "must be 0 (off) or 10 to daemon.interval_ms ({}), not {}",
@@ -331,7 +349,7 @@ impl Config {
             ));
         }
         if c.young_min_ms == 0 || (d.fast_interval_ms != 0 && c.young_min_ms >= d.young_ms) {
-            return Err((
+            errors.push((
                 "classify.young_min_ms".into(),
                 format!(
                     "must be at least 1 and below daemon.young_ms ({}), not {}",
@@ -340,7 +358,7 @@ impl Config {
             ));
         }
         if !(10..=3_600_000).contains(&self.daemon.interval_ms) {
-            return Err((
+            errors.push((
                 "daemon.interval_ms".into(),
                 format!(
                     "must be between 10 and 3600000, not {}",
@@ -354,7 +372,7 @@ impl Config {
             ("plan.latency_shares", self.plan.latency_shares),
         ] {
             if !(crate::share::MIN_SHARES..=crate::share::MAX_SHARES).contains(&v) {
-                return Err((
+                errors.push((
                     key.into(),
                     format!(
                         "cpu.shares must be between {} and {}, not {v}",
@@ -366,14 +384,14 @@ impl Config {
         }
         for (key, slice) in [("plan.boost_slice_us", self.plan.boost_slice_us)] {
             if slice != 0 && !(100..=100_000).contains(&slice) {
-                return Err((
+                errors.push((
                     key.into(),
                     format!("must be 0 or 100 to 100000, not {slice}"),
                 ));
             }
         }
         if !(-20..=19).contains(&self.plan.boost_nice) {
-            return Err((
+            errors.push((
                 "plan.boost_nice".into(),
                 format!(
                     "must be a nice value, -20 to 19, not {}",
@@ -383,7 +401,7 @@ impl Config {
         }
         let b = &self.boost;
         if b.default_max_ms == 0 || b.max_ms_limit < b.default_max_ms {
-            return Err((
+            errors.push((
                 "boost.default_max_ms".into(),
                 format!(
                     "must be at least 1 and at most boost.max_ms_limit ({})",
@@ -392,34 +410,54 @@ impl Config {
             ));
         }
         if b.rate_per_s == 0 {
-            return Err(("boost.rate_per_s".into(), "must be at least 1".into()));
+            errors.push(("boost.rate_per_s".into(), "must be at least 1".into()));
         }
         let slice = self.plan.latency_slice_us;
         if slice != 0 && !(100..=100_000).contains(&slice) {
-            return Err((
+            errors.push((
                 "plan.latency_slice_us".into(),
                 format!("must be 0 (leave slices alone) or 100 to 100000 (the kernel's range), not {slice}"),
             ));
         }
         for (i, r) in self.rules.iter().enumerate() {
             if r.comm.is_none() && r.exe.is_none() && r.cgroup.is_none() && r.uid.is_none() {
-                return Err((
+                errors.push((
                     format!("rule[{i}]"),
                     "a rule needs at least one of comm, exe, cgroup, uid".into(),
                 ));
             }
             if r.exclude == r.class.is_some() {
-                return Err((
+                errors.push((
                     format!("rule[{i}]"),
                     "a rule sets exactly one of class or exclude = true".into(),
                 ));
             }
         }
-        Ok(())
+        errors
     }
 }
 
 /// 1-based line of a byte offset.
+/// serde's type names in words a person uses: `expected u64` → `expected
+/// a whole number ≥ 0`.
+fn plain(message: &str) -> String {
+    let mut m = message.to_string();
+    for (ty, words) in [
+        ("u64", "a whole number ≥ 0"),
+        ("u32", "a whole number ≥ 0"),
+        ("u16", "a whole number ≥ 0"),
+        ("u8", "a whole number ≥ 0"),
+        ("usize", "a whole number ≥ 0"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ] {
+        m = m.replace(&format!("expected {ty}"), &format!("expected {words}"));
+    }
+    m
+}
+
 fn line_of_offset(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())]
         .bytes()
@@ -433,10 +471,17 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
 fn key_at(text: &str, offset: usize) -> Option<String> {
     let line_no = line_of_offset(text, offset);
     let mut table = String::new();
+    // `[[rule]]` tables are named by their index, as `rule[2].class`.
+    let mut rules = 0;
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();
         if let Some(h) = header(t) {
-            table = h;
+            table = if t.starts_with("[[rule]]") {
+                rules += 1;
+                format!("rule[{}]", rules - 1)
+            } else {
+                h
+            };
         }
         if i + 1 == line_no {
             let name = t.split_once('=')?.0.trim().trim_matches('"');

@@ -124,6 +124,12 @@ pub struct Status {
     pub notes: Vec<String>,
     pub errors: Vec<String>,
     pub last_step_us: u64,
+    /// The configuration file in force (`None`: the built-in defaults).
+    #[serde(default)]
+    pub config: Option<String>,
+    /// What the daemon manages, in words.
+    #[serde(default)]
+    pub scope: String,
 }
 
 /// The answer to `explain`.

@@ -120,6 +120,8 @@ pub struct Daemon<H: Host> {
     /// The threads of the last classification, as the planner takes them.
     plan_threads: Vec<PlanThread>,
     boosts: BTreeMap<u32, ActiveBoost>,
+    /// The configuration file and the scope, in words, for `status`.
+    origin: (Option<String>, String),
     /// Threads boosted before, with when their last boost began: they keep
     /// a group of their own for `boost.keep_group_s` (see [`plan::Boost`]).
     boost_ready: BTreeMap<u32, u64>,
@@ -238,6 +240,7 @@ impl<H: Host> Daemon<H> {
             last: StepReport::default(),
             plan_threads: Vec::new(),
             boosts: BTreeMap::new(),
+            origin: (None, String::new()),
             boost_ready: BTreeMap::new(),
             rate: RateLimit::default(),
             pending_replan: false,
@@ -1192,6 +1195,12 @@ impl<H: Host> Daemon<H> {
     }
 
     /// The daemon's state, for `corral status`.
+    /// Says where the configuration came from (`None`: the built-in
+    /// defaults) and what is managed, for `status`.
+    pub fn set_origin(&mut self, config_file: Option<String>, scope: String) {
+        self.origin = (config_file, scope);
+    }
+
     pub fn status(&self) -> Status {
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
         for k in self.known.values() {
@@ -1238,6 +1247,8 @@ impl<H: Host> Daemon<H> {
             })
             .collect();
         Status {
+            config: self.origin.0.clone(),
+            scope: self.origin.1.clone(),
             backend: self.host.describe(),
             interval_ms: self.config.daemon.interval_ms,
             step: self.step,

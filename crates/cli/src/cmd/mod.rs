@@ -60,6 +60,10 @@ fn host_paths(roots: &Roots) -> HostPaths {
     }
 }
 
+/// The configuration `corral run` reads when no `--config` is given and
+/// the file exists.
+pub const ETC_CONFIG: &str = "/etc/corral/corral.toml";
+
 /// A configuration file that does not parse or validate: exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{file}:{line}{key}: {message}", file = .file.display(), line = .line.map_or(String::new(), |l| l.to_string()), key = .key.as_ref().map_or(String::new(), |k| format!(": key `{k}`")))]

@@ -18,7 +18,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let mut config = match &args.config {
+    // `--config`, else /etc/corral/corral.toml when it exists, else the
+    // built-in defaults; said at start and in `status`.
+    let config_file = args.config.clone().or_else(|| {
+        let etc = std::path::Path::new(super::ETC_CONFIG);
+        etc.exists().then(|| etc.to_path_buf())
+    });
+    let mut config = match &config_file {
         Some(file) => super::load_config(file)?,
         None => corral_core::config::Config::default(),
     };
@@ -254,22 +260,25 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let scope_tx = tx.clone();
     drop(tx);
 
+    let scope_text = match (&args.scope_pid[..], &args.scope_cgroup[..]) {
+        ([], []) => "every user thread".to_string(),
+        ([p], []) => format!("process {p} and its descendants"),
+        (p, []) => format!("processes {} and their descendants", list(p)),
+        (_, [c]) => format!("threads under {c}"),
+        (_, c) => format!("threads under {}", list(c)),
+    };
+    let config_text = config_file.as_ref().map(|f| f.display().to_string());
+    daemon.set_origin(config_text.clone(), scope_text.clone());
     eprintln!(
-        "corral: managing {} every {} ms on {}{}",
-        match (&args.scope_pid[..], &args.scope_cgroup[..]) {
-            ([], []) => "every user thread".to_string(),
-            ([p], []) => format!("process {p} and its descendants"),
-            (p, []) => format!("processes {} and their descendants", list(p)),
-            (_, [c]) => format!("threads under {c}"),
-            (_, c) => format!("threads under {}", list(c)),
-        },
+        "corral: managing {scope_text} every {} ms on {}{}; configuration: {}",
         interval.as_millis(),
         daemon.host().describe(),
         if socket_path == "none" {
             String::new()
         } else {
             format!(", socket {socket_path}")
-        }
+        },
+        config_text.as_deref().unwrap_or("the built-in defaults")
     );
     let dry_run = args.dry_run;
     // With --once, one step must already have rates: take a first sample,

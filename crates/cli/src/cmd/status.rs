@@ -45,6 +45,11 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             ""
         }
     );
+    println!(
+        "config: {}; managing {}",
+        s.config.as_deref().unwrap_or("the built-in defaults"),
+        if s.scope.is_empty() { "-" } else { &s.scope }
+    );
     let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     println!(
         "threads: {}  (last step {} us)\n",

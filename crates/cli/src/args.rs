@@ -230,6 +230,12 @@ pub struct RunArgs {
     /// "corral"); tests and experiments use their own.
     #[arg(long, value_name = "NAME", default_value = "corral", hide = true)]
     pub group_name: String,
+    /// Which log lines to write: error, warning, notice, info (start,
+    /// stop, hot-plug, the starvation guard) or debug (also every
+    /// decision, with its reason). On a terminal lines carry a UTC
+    /// timestamp and level; under systemd a journal priority prefix.
+    #[arg(long, value_name = "LEVEL", default_value = "info", value_parser = ["error", "warning", "notice", "info", "debug"])]
+    pub log_level: String,
     /// Where the crash-safe record of what corral changed is kept
     /// (`<group>.json`); a start, or `corral restore`, undoes what a killed
     /// daemon left behind from it.

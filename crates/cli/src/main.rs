@@ -3,6 +3,7 @@
 
 mod args;
 mod cmd;
+mod log;
 mod table;
 
 use clap::Parser;
@@ -26,7 +27,7 @@ fn main() -> ExitCode {
     match cmd::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("corral: error: {err:#}");
+            log::error(&format!("{err:#}"));
             // A bad configuration is a usage error, as clap's are.
             if err.downcast_ref::<cmd::ConfigFileError>().is_some() {
                 ExitCode::from(2)

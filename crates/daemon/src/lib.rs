@@ -1195,6 +1195,17 @@ impl<H: Host> Daemon<H> {
     }
 
     /// The daemon's state, for `corral status`.
+    /// Why thread `tid` has its class, in words (for the log line of a
+    /// move); `None` for a thread not known.
+    pub fn why(&self, tid: u32) -> Option<String> {
+        let k = self.known.get(&tid)?;
+        Some(match (&k.unmanaged, &k.reason) {
+            (Some(u), _) => format!("not managed: {}", unmanaged_text(u)),
+            (None, Some(r)) => reason_text(r, &self.config),
+            (None, None) => "not classified yet".into(),
+        })
+    }
+
     /// Says where the configuration came from (`None`: the built-in
     /// defaults) and what is managed, for `status`.
     pub fn set_origin(&mut self, config_file: Option<String>, scope: String) {

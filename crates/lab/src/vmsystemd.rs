@@ -604,6 +604,32 @@ pub fn run() -> Vec<Check> {
         started && prop("ActiveState") == "active" && status.starts_with("managing") && !ours,
         format!("start: {out:?}; StatusText {status:?}; {CGROUP}/corral exists: {ours}"),
     );
+    // Its log in the journal: a priority per line (`<N>` prefixes, read
+    // by journald), no timestamp of its own, no `corral:` tag.
+    let (_, journal) = output(
+        "journalctl",
+        &[
+            "-u",
+            UNIT,
+            "-o",
+            "json",
+            "--no-pager",
+            "--output-fields=MESSAGE,PRIORITY",
+        ],
+    );
+    let start_line = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| {
+            v["MESSAGE"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("managing "))
+        });
+    c.check(
+        "its journal lines carry a priority and no timestamp or tag of their own",
+        start_line.as_ref().is_some_and(|v| v["PRIORITY"] == "6"),
+        format!("start line: {start_line:?}"),
+    );
     let apart = wait_until(Duration::from_secs(120), || hogs_apart(&pids));
     let masks: Vec<String> = pids
         .iter()

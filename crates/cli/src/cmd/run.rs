@@ -1,6 +1,7 @@
 //! `corral run`: the daemon.
 
 use crate::args::{RestoreArgs, RunArgs};
+use crate::log;
 use anyhow::{bail, Context};
 use corral_core::config::CgroupChoice;
 use corral_core::host::Host;
@@ -18,6 +19,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    log::set_max(match args.log_level.as_str() {
+        "error" => log::Level::Error,
+        "warning" => log::Level::Warning,
+        "notice" => log::Level::Notice,
+        "debug" => log::Level::Debug,
+        _ => log::Level::Info,
+    });
     // `--config`, else /etc/corral/corral.toml when it exists, else the
     // built-in defaults; said at start and in `status`.
     let config_file = args.config.clone().or_else(|| {
@@ -60,15 +68,15 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             .map(|d| d.join("corral.sock"));
         match own {
             Some(path) => {
-                eprintln!(
-                    "corral: note: a dry run as a user: the socket is {} (/run is root's; corral status --socket {} reads it)",
+                log::notice(&format!(
+                    "note: a dry run as a user: the socket is {} (/run is root's; corral status --socket {} reads it)",
                     path.display(),
                     path.display()
-                );
+                ));
                 config.daemon.socket = path.to_string_lossy().into_owned();
             }
             None => {
-                eprintln!("corral: note: a dry run as a user: no socket (/run is root's; give --socket PATH for status)");
+                log::notice("note: a dry run as a user: no socket (/run is root's; give --socket PATH for status)");
                 config.daemon.socket = "none".into();
             }
         }
@@ -82,10 +90,11 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // refuses when v2 groups were asked for by name.
     if matches!(layout, Layout::V2 { .. }) && corral_linux::system::systemd_booted(&paths.run) {
         if config.daemon.cgroup == CgroupChoice::Auto {
-            eprintln!(
-                "corral: note: systemd owns this host's cgroup v2 tree: corral writes no cgroup \
-                 and places threads through their own levers (affinity, nice, EEVDF slice); \
-                 group weights are not applied (ARCHITECTURE.md, \"On a systemd host\")"
+            log::notice(
+                "note: systemd owns this host's cgroup v2 tree: corral writes no cgroup \
+                 and places threads through their own levers (affinity, nice, EEVDF slice; \
+                 a latency-critical thread's unit weight through systemd) (ARCHITECTURE.md, \
+                 \"On a systemd host\")",
             );
             layout = Layout::Threads;
         } else {
@@ -114,11 +123,11 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(scx) = corral_linux::system::sched_ext_scheduler(&paths.sysfs) {
-        eprintln!(
-            "corral: warning: the sched_ext scheduler {scx:?} is loaded: it, not the fair class, \
+        log::warning(&format!(
+            "the sched_ext scheduler {scx:?} is loaded: it, not the fair class, \
              decides who runs, and it ignores cgroup weights, nice values and EEVDF slices; \
              corral's placements keep only their CPU sets"
-        );
+        ));
     }
     let cpu_mount = match &layout {
         Layout::V1 { cpu, .. } => Some(cpu.clone()),
@@ -168,7 +177,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             &args.group_name,
             host.placer_mut().layout(),
         )? {
-            eprintln!("corral: {}", describe_reconciled(&found));
+            log::info(&describe_reconciled(&found));
         }
         host.placer_mut().set_state_file(file.clone());
         let found = host
@@ -176,30 +185,30 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             .reconcile()
             .with_context(|| format!("cannot reconcile with {}", file.display()))?;
         if found.found_anything() {
-            eprintln!("corral: {}", describe_reconciled(&found));
+            log::info(&describe_reconciled(&found));
         }
     }
     // A scope root that cannot be used is refused now, not found out later
     // from a `status` with no threads.
     for note in host.check_scope().map_err(anyhow::Error::msg)? {
-        eprintln!("corral: note: {note}");
+        log::notice(&format!("note: {note}"));
     }
     host.want_exe(config.rules.iter().any(|r| r.exe.is_some()));
     if config.daemon.fast_interval_ms > 0 {
         if let Err(e) = host.listen_for_tasks() {
-            eprintln!(
-                "corral: note: the kernel's process connector is not available ({e}): new threads are found every {} ms only",
+            log::notice(&format!(
+                "note: the kernel's process connector is not available ({e}): new threads are found every {} ms only",
                 config.daemon.interval_ms
-            );
+            ));
         }
     }
     let interval = Duration::from_millis(config.daemon.interval_ms);
     // Started by systemd as a Type=notify service: READY=1 after the first
     // step, WATCHDOG=1 from every step.
     let notifier = corral_linux::notify::Notifier::from_env().unwrap_or_else(|e| {
-        eprintln!(
-            "corral: warning: cannot use $NOTIFY_SOCKET ({e}): systemd will not hear from corral"
-        );
+        log::warning(&format!(
+            "cannot use $NOTIFY_SOCKET ({e}): systemd will not hear from corral"
+        ));
         None
     });
     if let Some(w) = notifier.as_ref().and_then(|n| n.watchdog()) {
@@ -269,8 +278,8 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let config_text = config_file.as_ref().map(|f| f.display().to_string());
     daemon.set_origin(config_text.clone(), scope_text.clone());
-    eprintln!(
-        "corral: managing {scope_text} every {} ms on {}{}; configuration: {}",
+    log::info(&format!(
+        "managing {scope_text} every {} ms on {}{}; configuration: {}",
         interval.as_millis(),
         daemon.host().describe(),
         if socket_path == "none" {
@@ -279,7 +288,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             format!(", socket {socket_path}")
         },
         config_text.as_deref().unwrap_or("the built-in defaults")
-    );
+    ));
     let dry_run = args.dry_run;
     // With --once, one step must already have rates: take a first sample,
     // wait an interval, then run the real step.
@@ -322,7 +331,9 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                     Ok(()) => ready = true,
                     Err(e) if !warned => {
                         warned = true;
-                        eprintln!("corral: warning: cannot notify systemd: {e} (trying again at each step)");
+                        log::warning(&format!(
+                            "cannot notify systemd: {e} (trying again at each step)"
+                        ));
                     }
                     Err(_) => {}
                 }
@@ -343,10 +354,10 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     restored.context("could not put every thread back")?;
     match ended {
         server::Ended::Stopped(why) if dry_run => {
-            eprintln!("corral: {why}: stopped (a dry run changes nothing)")
+            log::info(&format!("{why}: stopped (a dry run changes nothing)"))
         }
         server::Ended::Stopped(why) => {
-            eprintln!("corral: {why}: every thread put back, groups removed")
+            log::info(&format!("{why}: every thread put back, groups removed"))
         }
         server::Ended::Once => {}
     }
@@ -430,23 +441,25 @@ fn cgroup_choice(v: &str) -> anyhow::Result<CgroupChoice> {
 
 fn refuse(why: &str, dry_run: bool) -> Option<ExitCode> {
     if dry_run {
-        eprintln!("corral: warning: {why} (dry run: nothing is written)");
+        log::warning(&format!("{why} (dry run: nothing is written)"));
         None
     } else {
-        eprintln!("corral: error: {why}");
+        log::error(why);
         Some(ExitCode::from(78))
     }
 }
 
 fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
     if let Some((before, after)) = &report.hotplug {
-        eprintln!("corral: CPUs online changed from {before} to {after}: re-planned");
+        log::notice(&format!(
+            "CPUs online changed from {before} to {after}: re-planned"
+        ));
     }
     for e in &report.errors {
-        eprintln!("corral: error: {e}");
+        log::error(e);
     }
     for g in &report.guard {
-        eprintln!("corral: {g}");
+        log::notice(g);
     }
     if dry_run {
         if report.changes.is_empty() && report.step > 1 {
@@ -480,8 +493,16 @@ fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
             println!("  note: {n}");
         }
     } else {
+        // Every decision, with its reason (`--log-level debug`).
         for c in &report.changes {
-            eprintln!("corral: {}", describe(c));
+            let why = match c {
+                Change::Move { tid, .. } => daemon
+                    .why(*tid)
+                    .map(|w| format!(" ({})", w))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            log::debug(&format!("{}{why}", describe(c)));
         }
     }
 }

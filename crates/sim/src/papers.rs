@@ -797,10 +797,31 @@ pub fn html(papers: &[Paper]) -> String {
          </head><body>\n<h1>corral: the five papers on the simulator</h1>\n\
          <p>Regenerate with <code>corral sim --paper all --report DIR</code>.</p>\n",
     );
+    // The summary first: per paper, how many of its claims hold.
+    s.push_str(
+        "<h2>Summary</h2>\n<p>A claim holds when the simulation shows the effect the \
+         paper states, in its direction and past the stated threshold; the sizes \
+         can differ (each table gives both figures).</p>\n\
+         <table><tr><th>paper</th><th>title</th><th>claims</th><th>hold</th><th>disagree</th></tr>\n",
+    );
+    for p in papers {
+        let hold = p.claims.iter().filter(|c| c.holds).count();
+        let _ = writeln!(
+            s,
+            "<tr><td><a href=\"#p{id}\">{id}</a></td><td>{}</td><td>{}</td><td class=\"yes\">{hold}</td><td class=\"{}\">{}</td></tr>",
+            esc(p.title),
+            p.claims.len(),
+            if hold < p.claims.len() { "no" } else { "yes" },
+            p.claims.len() - hold,
+            id = p.id,
+        );
+    }
+    s.push_str("</table>\n");
     for p in papers {
         let _ = writeln!(
             s,
-            "<h2>{} — {}</h2>\n<p>{}</p>",
+            "<h2 id=\"p{}\">{} — {}</h2>\n<p>{}</p>",
+            p.id,
             p.id,
             esc(p.title),
             esc(&p.setup)

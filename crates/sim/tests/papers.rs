@@ -46,4 +46,14 @@ fn every_paper_runs_and_keeps_its_direction() {
     assert!(claim(&all[4], "the multi-level queue looks at fewer").holds);
     let page = papers::html(&all);
     assert_eq!(page.matches("<svg").count(), 5);
+    // A summary first, a row per paper linking to its section.
+    let summary = page.find("<h2>Summary</h2>").unwrap();
+    assert!(summary < page.find("<h2 id=\"p000\">").unwrap());
+    for p in &all {
+        assert!(
+            page.contains(&format!("<a href=\"#p{}\">", p.id)),
+            "{}",
+            p.id
+        );
+    }
 }

@@ -246,12 +246,11 @@ pub fn plan_around(
     // heavy one still wants its core: it competes for one like the others,
     // and its group at rest gets the CPU (raised, the boost decides; the
     // others' groups are the same either way).
-    let resting: Vec<&PlanThread> = boosting.clone();
     // Heavy threads, by peak (incumbents favoured), then tid.
     let prev_cpu = |tid: u32| previous.and_then(|p| p.dedicated_cpu(tid));
     let mut heavy: Vec<&PlanThread> = threads
         .iter()
-        .chain(&resting)
+        .chain(&boosting)
         .copied()
         .filter(|t| t.class == Class::Heavy && !unplanned.spawners.contains(&t.tid))
         .collect();
@@ -314,7 +313,7 @@ pub fn plan_around(
     // build's compilers end a dedication instead of queueing beside it.
     let wanting = threads
         .iter()
-        .chain(&resting)
+        .chain(&boosting)
         .filter(|t| t.class == Class::Heavy || (!dedicating && t.runnable >= CPU_BOUND))
         .count()
         + unplanned.cpu_bound;
@@ -372,6 +371,13 @@ pub fn plan_around(
             dedicated.push((cpu, t));
         }
     }
+    // A dedicated core's weight: with an exclusive cpuset nobody else is
+    // there to yield to it.
+    let dedicated_weight = if cfg.dedicated_exclusive {
+        cfg.shared_shares
+    } else {
+        cfg.dedicated_shares
+    };
     let mut resting_cpu: BTreeMap<u32, u32> = BTreeMap::new();
     for (cpu, t) in &dedicated {
         if t.boost != Boost::None {
@@ -385,11 +391,7 @@ pub fn plan_around(
                 name: name.clone(),
                 kind: GroupKind::Dedicated,
                 cpus: std::iter::once(*cpu).collect(),
-                shares: if cfg.dedicated_exclusive {
-                    cfg.shared_shares
-                } else {
-                    cfg.dedicated_shares
-                },
+                shares: dedicated_weight,
                 slice_ns: None,
                 nice: None,
             },
@@ -582,11 +584,7 @@ pub fn plan_around(
                 name: name.clone(),
                 kind: GroupKind::Boost,
                 cpus: std::iter::once(cpu).collect(),
-                shares: if cfg.dedicated_exclusive {
-                    cfg.shared_shares
-                } else {
-                    cfg.dedicated_shares
-                },
+                shares: dedicated_weight,
                 slice_ns: None,
                 nice: None,
             }

@@ -203,8 +203,7 @@ fn a_child_born_to_a_member_gets_its_affinity_back_after_release_removal_or_a_ne
 /// A thread's nice value, `/proc/PID/stat`'s 19th field.
 fn nice_of(pid: u32) -> i32 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    after.split_whitespace().nth(16).unwrap().parse().unwrap()
+    corral_linux::sampler::parse_stat(&stat).unwrap().nice
 }
 
 /// The medium guarantee on the per-thread backend is its members' nice,

@@ -377,11 +377,10 @@ fn list<T: std::fmt::Display>(items: &[T]) -> String {
 /// Whether process `pid` runs (a zombie, exited and not yet reaped by
 /// its parent, does not).
 fn process_alive(procfs: &std::path::Path, pid: u32) -> bool {
-    std::fs::read_to_string(procfs.join(pid.to_string()).join("stat")).is_ok_and(|s| {
-        s.rfind(')')
-            .and_then(|i| s[i + 1..].split_whitespace().next())
-            .is_some_and(|state| !matches!(state, "Z" | "X"))
-    })
+    std::fs::read_to_string(procfs.join(pid.to_string()).join("stat"))
+        .ok()
+        .and_then(|s| corral_linux::sampler::parse_stat(&s))
+        .is_some_and(|s| !matches!(s.state, 'Z' | 'X'))
 }
 
 /// A host corral cannot manage as configured: a warning on a dry run

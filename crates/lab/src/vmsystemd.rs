@@ -876,7 +876,7 @@ fn paper_000(c: &mut Checks) {
     // carried over) and a fresh daemon. Two attempts: under TCG the mix
     // sometimes falls behind as the benchmark arrives, its threads read
     // as wanting a whole CPU, and corral's plan then dedicates none
-    // ("among equals"; 1 run in 9 here). Both attempts are reported.
+    // ("among equals"; the first attempt declined in 2 of 11 runs here). Both attempts are reported.
     let mut attempts = Vec::new();
     let mut held = false;
     let (mut started, mut stopped, mut out, mut stop_out) =
@@ -974,8 +974,8 @@ fn medium(c: &mut Checks) {
         "MEASURED systemd: medium guarantee in a unit: a thread wanting {want} of a CPU beside {MEDIUM_HOGS} hogs got {base:?} without corral ({missed_base:?} of its periods missed), {with:?} with it ({missed_with:?} missed; nice seen {nices:?})"
     );
     // The effect is a figure here, not a gate: under TCG the nice moves
-    // the thread's share little and unevenly (0.13-0.14 -> 0.15-0.26 in
-    // four runs at nice -4 and -7), where on this machine's kernel `corral lab
+    // the thread's share little and unevenly (0.13-0.14 -> 0.15-0.32 in
+    // five runs at nice -4 and -7), where on this machine's kernel `corral lab
     // medium` measures 0.171 -> 0.346 with nice -7 (and gates on it).
     c.check(
         "medium guarantee in a unit: corral lowers the medium thread's nice beside the hogs its program started",

@@ -107,6 +107,11 @@ pub enum Command {
     Boost(BoostArgs),
     /// End a boost.
     Unboost(UnboostArgs),
+    /// Print the daemon's metrics in Prometheus text format: threads per
+    /// class, groups and their CPUs, step and sampler durations, boosts,
+    /// changes, errors, the starvation guard's actions. `[metrics] listen`
+    /// serves the same text over HTTP for a Prometheus server to scrape.
+    Metrics(MetricsArgs),
     /// Print or check the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -254,6 +259,18 @@ pub struct RestoreArgs {
     /// corral's group name (as `corral run --group-name`).
     #[arg(long, value_name = "NAME", default_value = "corral", hide = true)]
     pub group_name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// The daemon's socket.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "CORRAL_SOCKET",
+        default_value = "/run/corral.sock"
+    )]
+    pub socket: PathBuf,
 }
 
 #[derive(Debug, Args)]

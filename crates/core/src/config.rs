@@ -191,6 +191,14 @@ impl Default for GuardConfig {
     }
 }
 
+/// The metrics endpoint (Prometheus text format over HTTP).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// `ADDRESS:PORT` to serve `GET /metrics` on; empty: off.
+    pub listen: String,
+}
+
 /// One rule: every given matcher must match; then the thread gets `class`,
 /// or is left alone when `exclude` is set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -219,6 +227,7 @@ pub struct Config {
     pub plan: PlanConfig,
     pub boost: BoostConfig,
     pub guard: GuardConfig,
+    pub metrics: MetricsConfig,
     #[serde(rename = "rule")]
     pub rules: Vec<Rule>,
 }
@@ -303,6 +312,15 @@ impl Config {
         frac(&mut errors, "plan.medium_min_cpu", self.plan.medium_min_cpu);
         frac(&mut errors, "guard.floor", self.guard.floor);
         frac(&mut errors, "guard.min_wait", self.guard.min_wait);
+        let listen = &self.metrics.listen;
+        if !listen.is_empty() && listen.parse::<std::net::SocketAddr>().is_err() {
+            errors.push((
+                "metrics.listen".into(),
+                format!(
+                    "must be an IP address and port such as \"127.0.0.1:9741\" or \"[::1]:9741\" (or \"\" for off), not {listen:?}"
+                ),
+            ));
+        }
         if c.heavy <= c.medium {
             errors.push((
                 "classify.heavy".into(),

@@ -104,6 +104,19 @@ pub enum GroupKind {
     Boost,
 }
 
+impl GroupKind {
+    /// Its name as `status` and the metrics spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupKind::Dedicated => "dedicated",
+            GroupKind::Medium => "medium",
+            GroupKind::Latency => "latency",
+            GroupKind::Shared => "shared",
+            GroupKind::Boost => "boost",
+        }
+    }
+}
+
 /// One group corral creates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupSpec {

@@ -38,6 +38,8 @@ pub enum Command {
     Unboost {
         tid: u32,
     },
+    /// The Prometheus text exposition (a JSON string).
+    Metrics,
 }
 
 /// The answer to `boost`.

@@ -17,6 +17,8 @@
 //!   the loop that interleaves steps with requests until told to stop.
 
 pub mod api;
+pub mod http;
+pub mod metrics;
 pub mod server;
 
 use api::{BoostReply, Explain, GroupStatus, Status, ThreadStatus};
@@ -150,6 +152,8 @@ pub struct Daemon<H: Host> {
     /// Threads that forked a process, and when they last did: never
     /// dedicated for [`SPAWNER_HOLD_NS`] after.
     spawners: BTreeMap<u32, u64>,
+    /// What it counted since it started, for the metrics.
+    counters: metrics::Counters,
 }
 
 /// A young thread: its first read and the fast samples since.
@@ -250,6 +254,7 @@ impl<H: Host> Daemon<H> {
             stalled: BTreeMap::new(),
             last_ran: BTreeMap::new(),
             spawners: BTreeMap::new(),
+            counters: metrics::Counters::default(),
             young: BTreeMap::new(),
         })
     }
@@ -305,13 +310,17 @@ impl<H: Host> Daemon<H> {
             let before = self.topology.online.clone();
             self.topology = self.host.topology()?;
             report.hotplug = Some((before, self.topology.online.clone()));
+            self.counters.hotplug += 1;
         }
 
+        let sampling = self.host.now_ns();
         let snapshot = if whole {
             self.host.sample_whole()?
         } else {
             self.host.sample()?
         };
+        self.counters
+            .observe_sample(self.host.now_ns().saturating_sub(sampling) as f64 / 1e9);
         report.threads = snapshot.threads.len();
         // Threads seen for the first time are young: quick steps watch them
         // (the host's task events usually named them already). Not at the
@@ -399,8 +408,16 @@ impl<H: Host> Daemon<H> {
         self.known = known;
         // A boosted thread that vanished from the scope ends its boost; one
         // not boosted for `keep_group_s` gives its own group up.
+        let gone: Vec<u32> = self
+            .boosts
+            .keys()
+            .filter(|tid| !self.known.contains_key(tid))
+            .copied()
+            .collect();
+        for tid in gone {
+            self.end_boost(tid);
+        }
         let known = &self.known;
-        self.boosts.retain(|tid, _| known.contains_key(tid));
         let keep_ns = self.config.boost.keep_group_s * 1_000_000_000;
         let now = self.host.now_ns();
         let boosts = &self.boosts;
@@ -410,6 +427,7 @@ impl<H: Host> Daemon<H> {
         });
 
         self.guard_starvation(&mut report, now);
+        self.counters.guard_actions += report.guard.len() as u64;
         let relieved = &self.relieved;
         self.plan_threads = plan_threads
             .into_iter()
@@ -418,6 +436,7 @@ impl<H: Host> Daemon<H> {
         self.replan(&mut report);
         self.finish_host(&mut report);
         report.duration_ns = self.host.now_ns().saturating_sub(started);
+        self.counters.observe_step(report.duration_ns as f64 / 1e9);
         self.last = report;
         Ok(&self.last)
     }
@@ -792,6 +811,8 @@ impl<H: Host> Daemon<H> {
             guard,
             ..Default::default()
         };
+        self.counters.quick_steps += 1;
+        self.counters.guard_actions += report.guard.len() as u64;
         self.replan(&mut report);
         self.finish_host(&mut report);
         report.duration_ns = self.host.now_ns().saturating_sub(now);
@@ -905,13 +926,22 @@ impl<H: Host> Daemon<H> {
                 }
             }
             match self.host.apply(change) {
-                Ok(()) => {}
+                Ok(()) => {
+                    let kind = match change {
+                        Change::SetGroup(_) => 0,
+                        Change::Move { .. } => 1,
+                        Change::Release { .. } => 2,
+                        Change::RemoveGroup { .. } => 3,
+                    };
+                    self.counters.changes[kind] += 1;
+                }
                 Err(e) if e.is_gone() => {
                     if let Change::Move { tid, .. } = change {
                         next.placements.remove(tid);
                     }
                 }
                 Err(e) => {
+                    self.counters.errors += 1;
                     report.errors.push(format!("{}: {e}", describe(change)));
                     match change {
                         Change::SetGroup(g) => {
@@ -954,6 +984,36 @@ impl<H: Host> Daemon<H> {
     /// Paper 001's boost, asked for by `caller`: checks, records (or
     /// extends) it, and re-plans at once.
     pub fn boost(
+        &mut self,
+        tid: u32,
+        max_ms: Option<u64>,
+        caller: Caller,
+    ) -> Result<BoostReply, String> {
+        self.counters.boosts_requested += 1;
+        let reply = self.try_boost(tid, max_ms, caller);
+        match reply {
+            Ok(_) => self.counters.boosts_granted += 1,
+            Err(_) => self.counters.boosts_refused += 1,
+        }
+        reply
+    }
+
+    /// Ends the boost of `tid`, if any, counting how long it lasted.
+    fn end_boost(&mut self, tid: u32) -> bool {
+        let Some(b) = self.boosts.remove(&tid) else {
+            return false;
+        };
+        let lasted = self.host.now_ns().saturating_sub(b.started_ns);
+        self.counters.observe_boost(lasted as f64 / 1e9);
+        true
+    }
+
+    /// The Prometheus text exposition of the counters and the state.
+    pub fn metrics(&self) -> String {
+        metrics::render(&self.counters, &self.status())
+    }
+
+    fn try_boost(
         &mut self,
         tid: u32,
         max_ms: Option<u64>,
@@ -1138,7 +1198,7 @@ impl<H: Host> Daemon<H> {
                 "permission denied: thread {tid} belongs to another user"
             ));
         }
-        if self.boosts.remove(&tid).is_none() {
+        if !self.end_boost(tid) {
             return Err(format!("thread {tid} is not boosted"));
         }
         let mut report = StepReport::default();
@@ -1176,8 +1236,8 @@ impl<H: Host> Daemon<H> {
                 ended.push(tid);
             }
         }
-        for tid in &ended {
-            self.boosts.remove(tid);
+        for &tid in &ended {
+            self.end_boost(tid);
         }
         if !ended.is_empty() {
             let mut report = StepReport::default();

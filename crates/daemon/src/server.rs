@@ -491,6 +491,7 @@ pub fn answer<H: Host>(daemon: &mut Daemon<H>, cmd: Command, caller: Caller) -> 
             Ok(()) => Response::ok(serde_json::json!({ "tid": tid })),
             Err(e) => Response::error(e),
         },
+        Command::Metrics => Response::ok(daemon.metrics()),
     }
 }
 

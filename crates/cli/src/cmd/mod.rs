@@ -24,6 +24,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Explain(args) => status::explain(&args),
         Command::Boost(args) => status::boost(&args),
         Command::Unboost(args) => status::unboost(&args),
+        Command::Metrics(args) => status::metrics(&args),
         Command::Config(ConfigCommand::Default) => config::default(),
         Command::Config(ConfigCommand::Check { file }) => config::check(&file),
         Command::Sim(args) => sim::run(&args),

@@ -222,6 +222,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let socket_path = config.daemon.socket.clone();
+    let metrics_listen = config.metrics.listen.clone();
     let mut daemon = Daemon::new(host, config).context("cannot read the topology")?;
 
     let (tx, mut inbox) = server::channel().context("cannot set up the event loop")?;
@@ -233,6 +234,11 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot listen on {socket_path}"))?,
         )
     };
+    if !metrics_listen.is_empty() {
+        let at = corral_daemon::http::serve(&metrics_listen, tx.clone())
+            .with_context(|| format!("metrics.listen: cannot listen on {metrics_listen}"))?;
+        log::info(&format!("metrics at http://{at}/metrics"));
+    }
     // SIGTERM, SIGINT and SIGHUP (a closed terminal, a dropped ssh
     // session) all end the daemon cleanly: every thread back, groups gone.
     let mut signals = signal_hook::iterator::Signals::new([

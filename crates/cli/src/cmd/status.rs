@@ -1,6 +1,6 @@
 //! `corral status` and `corral explain`: clients of the daemon's socket.
 
-use crate::args::{BoostArgs, ExplainArgs, StatusArgs, UnboostArgs};
+use crate::args::{BoostArgs, ExplainArgs, MetricsArgs, StatusArgs, UnboostArgs};
 use crate::table::Table;
 use anyhow::{bail, Context};
 use corral_daemon::api::{Command, Explain, Status};
@@ -24,6 +24,15 @@ fn ask(socket: &Path, cmd: Command) -> anyhow::Result<serde_json::Value> {
         );
     }
     Ok(response.result.unwrap_or_default())
+}
+
+pub fn metrics(args: &MetricsArgs) -> anyhow::Result<ExitCode> {
+    let value = ask(&args.socket, Command::Metrics)?;
+    let text = value
+        .as_str()
+        .context("unexpected metrics from the daemon (not text)")?;
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {

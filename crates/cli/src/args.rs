@@ -107,14 +107,38 @@ pub enum Command {
     Boost(BoostArgs),
     /// End a boost.
     Unboost(UnboostArgs),
-    /// Print the daemon's metrics in Prometheus text format: threads per
-    /// class, groups and their CPUs, step and sampler durations, boosts,
-    /// changes, errors, the starvation guard's actions. `[metrics] listen`
-    /// serves the same text over HTTP for a Prometheus server to scrape.
+    /// A live view of the daemon: its groups and CPUs, every thread with
+    /// class, utilisation, peak and run-queue delay, and boosts as they
+    /// happen.
+    ///
+    /// Keys: q quits, s changes the threads' order (utilisation, peak,
+    /// run-queue delay, TID), arrows and PgUp/PgDn scroll.
+    Top(TopArgs),
+    /// Print the daemon's metrics in Prometheus text format.
+    ///
+    /// Threads per class, groups and their CPUs, step and sampler
+    /// durations, boosts, changes, errors, the starvation guard's actions.
+    /// `[metrics] listen` in the configuration serves the same text over
+    /// HTTP for a Prometheus server to scrape.
     Metrics(MetricsArgs),
     /// Print or check the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Print a shell completion script for bash, zsh, fish, elvish or
+    /// PowerShell.
+    ///
+    /// For example `corral completions bash > /usr/share/bash-completion/completions/corral`
+    /// (the Debian package installs bash's, zsh's and fish's).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (corral.1 and one per subcommand) into DIR.
+    #[command(hide = true)]
+    Man {
+        /// Where to write them.
+        dir: PathBuf,
+    },
     /// Experiments on this machine's kernel.
     #[command(subcommand)]
     Lab(LabCommand),
@@ -259,6 +283,24 @@ pub struct RestoreArgs {
     /// corral's group name (as `corral run --group-name`).
     #[arg(long, value_name = "NAME", default_value = "corral", hide = true)]
     pub group_name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// The daemon's socket.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "CORRAL_SOCKET",
+        default_value = "/run/corral.sock"
+    )]
+    pub socket: PathBuf,
+    /// How often the view asks the daemon, ms.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    pub refresh_ms: u64,
+    /// Print one frame as text and exit.
+    #[arg(long)]
+    pub once: bool,
 }
 
 #[derive(Debug, Args)]

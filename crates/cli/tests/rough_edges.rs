@@ -350,3 +350,44 @@ fn status_names_the_configuration_and_the_scope() {
         "{said}"
     );
 }
+
+/// The man pages and completions come from the command line's definition.
+#[test]
+fn man_pages_and_completions_are_generated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = corral().arg("man").arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let run = std::fs::read_to_string(dir.path().join("corral-run.1")).unwrap();
+    assert!(run.contains(".TH corral-run 1"), "{run}");
+    assert!(run.contains("scope\\-pid"), "{run}");
+    let top = std::fs::read_to_string(dir.path().join("corral.1")).unwrap();
+    assert!(top.contains("corral\\-metrics(1)"), "{top}");
+    assert!(dir.path().join("corral-lab-heavy.1").is_file());
+    // The hidden subcommand has no page of its own.
+    assert!(!dir.path().join("corral-man.1").exists());
+    for (shell, says) in [
+        ("bash", "complete -F _corral"),
+        ("zsh", "#compdef corral"),
+        ("fish", "complete -c corral"),
+    ] {
+        let script = text(&["completions", shell]);
+        assert!(script.contains(says), "{shell}: {script}");
+        assert!(script.contains("scope-pid"), "{shell}");
+    }
+    // bash loads it and completes a subcommand.
+    let script = dir.path().join("corral.bash");
+    std::fs::write(&script, text(&["completions", "bash"])).unwrap();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {}; COMP_WORDS=(corral met); COMP_CWORD=1; _corral corral met corral; echo ${{COMPREPLY[@]}}",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "metrics",
+        "{out:?}"
+    );
+}

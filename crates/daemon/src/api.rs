@@ -106,6 +106,23 @@ pub struct ThreadStatus {
     pub group: Option<String>,
     pub util: Option<f64>,
     pub peak: f64,
+    /// Mean run-queue delay per timeslice over the last interval, ms.
+    #[serde(default)]
+    pub delay_ms: Option<f64>,
+    /// The CPU it last ran on.
+    #[serde(default)]
+    pub cpu: u32,
+}
+
+/// A boost in force or recently ended, for `status` (and `corral top`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoostRecord {
+    pub tid: u32,
+    pub comm: String,
+    /// How long ago it began, ms.
+    pub ago_ms: u64,
+    /// How long it lasted, ms; `None` while in force.
+    pub lasted_ms: Option<u64>,
 }
 
 /// The answer to `status`.
@@ -132,6 +149,9 @@ pub struct Status {
     /// What the daemon manages, in words.
     #[serde(default)]
     pub scope: String,
+    /// The boosts in force and the last ones that ended, newest first.
+    #[serde(default)]
+    pub boost_log: Vec<BoostRecord>,
 }
 
 /// The answer to `explain`.

@@ -21,7 +21,7 @@ pub mod http;
 pub mod metrics;
 pub mod server;
 
-use api::{BoostReply, Explain, GroupStatus, Status, ThreadStatus};
+use api::{BoostRecord, BoostReply, Explain, GroupStatus, Status, ThreadStatus};
 use corral_core::classify::{eligibility, Class, Classifier, Reason, Unmanaged, YOUNG_SAMPLES};
 use corral_core::config::Config;
 use corral_core::host::{Host, HostError};
@@ -30,7 +30,7 @@ use corral_core::sample::{ThreadSample, ThreadStats, Tracker};
 use corral_core::share::effective_share;
 use corral_core::{CpuSet, Topology};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 /// What one step did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -154,7 +154,13 @@ pub struct Daemon<H: Host> {
     spawners: BTreeMap<u32, u64>,
     /// What it counted since it started, for the metrics.
     counters: metrics::Counters,
+    /// The last boosts that ended: thread, comm, start and end (host ns),
+    /// newest first; at most [`BOOST_LOG`].
+    boost_log: VecDeque<(u32, String, u64, u64)>,
 }
+
+/// How many ended boosts `status` lists.
+const BOOST_LOG: usize = 16;
 
 /// A young thread: its first read and the fast samples since.
 #[derive(Debug, Clone)]
@@ -255,6 +261,7 @@ impl<H: Host> Daemon<H> {
             last_ran: BTreeMap::new(),
             spawners: BTreeMap::new(),
             counters: metrics::Counters::default(),
+            boost_log: VecDeque::new(),
             young: BTreeMap::new(),
         })
     }
@@ -1003,8 +1010,16 @@ impl<H: Host> Daemon<H> {
         let Some(b) = self.boosts.remove(&tid) else {
             return false;
         };
-        let lasted = self.host.now_ns().saturating_sub(b.started_ns);
+        let now = self.host.now_ns();
+        let lasted = now.saturating_sub(b.started_ns);
         self.counters.observe_boost(lasted as f64 / 1e9);
+        let comm = self
+            .known
+            .get(&tid)
+            .map(|k| k.sample.comm.to_string())
+            .unwrap_or_default();
+        self.boost_log.push_front((tid, comm, b.started_ns, now));
+        self.boost_log.truncate(BOOST_LOG);
         true
     }
 
@@ -1315,8 +1330,38 @@ impl<H: Host> Daemon<H> {
                     .map(|(_, g)| g.clone()),
                 util: k.stats.map(|s| s.util),
                 peak: k.peak,
+                delay_ms: k.stats.map(|s| s.wait_per_slice_ns / 1e6),
+                cpu: k.sample.cpu,
             })
             .collect();
+        let now = self.host.now_ns();
+        let comm = |tid: &u32| {
+            self.known
+                .get(tid)
+                .map(|k| k.sample.comm.to_string())
+                .unwrap_or_default()
+        };
+        let mut boost_log: Vec<BoostRecord> = self
+            .boosts
+            .iter()
+            .map(|(tid, b)| BoostRecord {
+                tid: *tid,
+                comm: comm(tid),
+                ago_ms: now.saturating_sub(b.started_ns) / 1_000_000,
+                lasted_ms: None,
+            })
+            .collect();
+        boost_log.sort_by_key(|r| r.ago_ms);
+        boost_log.extend(
+            self.boost_log
+                .iter()
+                .map(|(tid, comm, start, end)| BoostRecord {
+                    tid: *tid,
+                    comm: comm.clone(),
+                    ago_ms: now.saturating_sub(*start) / 1_000_000,
+                    lasted_ms: Some(end.saturating_sub(*start) / 1_000_000),
+                }),
+        );
         Status {
             config: self.origin.0.clone(),
             scope: self.origin.1.clone(),
@@ -1332,6 +1377,7 @@ impl<H: Host> Daemon<H> {
             notes: self.last.notes.clone(),
             errors: self.last.errors.clone(),
             last_step_us: self.last.duration_ns / 1000,
+            boost_log,
         }
     }
 

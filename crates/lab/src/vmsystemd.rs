@@ -1,7 +1,8 @@
 //! The systemd guest's scenario (`scripts/vm-test`'s `6.12-systemd`:
 //! Debian with systemd as PID 1 and dbus, pure cgroup v2): corral as
 //! `corral.service`, the unit file of `dist/systemd/`, installed by the
-//! guest's start script as `/etc/systemd/system/corral.service`.
+//! guest's start script with corral's Debian package (`scripts/deb`,
+//! `dpkg -i`).
 //!
 //! What it checks (ARCHITECTURE.md, "On a systemd host"):
 //! - the unit file passes `systemd-analyze verify`;
@@ -40,7 +41,12 @@
 //!   response times with and without it printed, MEASURED);
 //! - every cgroup attribute file outside corral.service's and the test
 //!   units' own cgroups reads the same before, while corral manages, and
-//!   after.
+//!   after;
+//! - the package: its files in place and its commented configuration
+//!   valid; `systemctl enable --now` with metrics turned on in
+//!   /etc/corral/corral.toml (status names the file, a scrape of
+//!   /metrics, the journal's line, `corral top --once`); `dpkg --purge`
+//!   leaves no file, link, unit, cgroup or package record.
 
 use crate::vmguest::Check;
 use crate::work::percentile_of;
@@ -546,7 +552,7 @@ pub fn run() -> Vec<Check> {
 
     let (ok, out) = output(
         "systemd-analyze",
-        &["verify", &format!("/etc/systemd/system/{UNIT}")],
+        &["verify", &format!("/lib/systemd/system/{UNIT}")],
     );
     c.check(
         "the unit file passes systemd-analyze verify",
@@ -831,7 +837,131 @@ pub fn run() -> Vec<Check> {
         same,
         said,
     );
+    package(&mut c);
     c.0
+}
+
+/// The metrics endpoint the package test turns on.
+const METRICS_AT: &str = "127.0.0.1:9741";
+
+/// `GET /metrics` of `addr`: (status line, body).
+fn scrape(addr: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return ("cannot connect".into(), String::new());
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+/// Every file and link the package owns or corral writes at run time.
+const PACKAGE_PATHS: [&str; 10] = [
+    "/usr/bin/corral",
+    "/lib/systemd/system/corral.service",
+    "/etc/corral",
+    "/etc/systemd/system/multi-user.target.wants/corral.service",
+    "/usr/share/man/man1/corral.1.gz",
+    "/usr/share/bash-completion/completions/corral",
+    "/usr/share/zsh/vendor-completions/_corral",
+    "/usr/share/fish/vendor_completions.d/corral.fish",
+    "/usr/share/doc/corral",
+    "/run/corral.sock",
+];
+
+/// The Debian package as a new user meets it (the guest's start script
+/// installed it with `dpkg -i`): its files in place, the commented
+/// configuration valid; `systemctl enable --now` with metrics turned on in
+/// /etc/corral/corral.toml, which `status` names; a scrape; the journal;
+/// `corral top`; then `dpkg --purge`, after which nothing of it is left.
+fn package(c: &mut Checks) {
+    let (installed, dpkg) = output(
+        "dpkg-query",
+        &["-W", "-f", "${Status} ${Version}", "corral"],
+    );
+    let present: Vec<&str> = PACKAGE_PATHS
+        .iter()
+        .copied()
+        .filter(|p| Path::new(p).exists())
+        .collect();
+    let (conf_ok, conf) = output("/usr/bin/corral", &["config", "check"]);
+    c.check(
+        "the .deb installed its binary, unit, commented /etc/corral/corral.toml (valid as shipped), man pages and bash/zsh/fish completions",
+        installed
+            && dpkg.starts_with("install ok installed")
+            && conf_ok
+            && ["/usr/bin/corral", "/lib/systemd/system/corral.service", "/etc/corral", "/usr/share/man/man1/corral.1.gz",
+                "/usr/share/bash-completion/completions/corral", "/usr/share/zsh/vendor-completions/_corral",
+                "/usr/share/fish/vendor_completions.d/corral.fish"]
+                .iter()
+                .all(|p| present.contains(p)),
+        format!("dpkg: {dpkg:?}; present: {present:?}; config check: {conf:?}"),
+    );
+
+    // Metrics on, through the file the package installed.
+    let conf_path = "/etc/corral/corral.toml";
+    let mut text = std::fs::read_to_string(conf_path).unwrap_or_default();
+    text.push_str(&format!("\n[metrics]\nlisten = \"{METRICS_AT}\"\n"));
+    let wrote = std::fs::write(conf_path, text).is_ok();
+    let (enabled, out) = systemctl(&["enable", "--now", UNIT]);
+    let active = wait_until(Duration::from_secs(60), || prop("ActiveState") == "active");
+    let (_, status) = output("/usr/bin/corral", &["status"]);
+    let mut scraped = (String::new(), String::new());
+    let got = wait_until(Duration::from_secs(30), || {
+        scraped = scrape(METRICS_AT);
+        scraped.0.contains(" 200 ") && scraped.1.contains("corral_steps_total")
+    });
+    let (_, journal) = output("journalctl", &["-u", UNIT, "--no-pager", "-o", "cat"]);
+    let said_metrics = journal.contains(&format!("metrics at http://{METRICS_AT}/metrics"));
+    let (top_ok, top) = output("/usr/bin/corral", &["top", "--once"]);
+    let steps = scraped
+        .1
+        .lines()
+        .find(|l| l.starts_with("corral_steps_total "))
+        .unwrap_or("")
+        .to_string();
+    c.check(
+        "systemctl enable --now corral runs it with /etc/corral/corral.toml, which status names; its metrics are scraped; the journal says where; corral top shows it",
+        wrote
+            && enabled
+            && active
+            && status.contains(&format!("config: {conf_path}"))
+            && got
+            && said_metrics
+            && top_ok
+            && top.contains("GROUP"),
+        format!(
+            "enable: {out:?}; status: {:?}; scrape: {:?}, {steps:?}; journal names the endpoint: {said_metrics}; top: {:?}",
+            status.lines().take(2).collect::<Vec<_>>(),
+            scraped.0,
+            top.lines().take(3).collect::<Vec<_>>()
+        ),
+    );
+
+    // Removal: the service stops (every thread back), is disabled, and a
+    // purge leaves nothing.
+    let (purged, out) = output("dpkg", &["--purge", "corral"]);
+    let left: Vec<&str> = PACKAGE_PATHS
+        .iter()
+        .copied()
+        .chain(["/run/corral"])
+        .filter(|p| Path::new(p).exists() || Path::new(p).is_symlink())
+        .collect();
+    let load = prop("LoadState");
+    let cgroup_left = Path::new(CGROUP).join("system.slice").join(UNIT).exists();
+    let (known, _) = output("dpkg-query", &["-W", "corral"]);
+    c.check(
+        "dpkg --purge corral stops and disables it and leaves nothing behind: no file, link, unit, cgroup or package record",
+        purged && left.is_empty() && load == "not-found" && !cgroup_left && !known,
+        format!("purge: {:?}; left: {left:?}; LoadState {load}; cgroup left: {cgroup_left}; dpkg still knows it: {known}",
+            out.lines().last().unwrap_or("")),
+    );
 }
 
 /// Paper 000 in units: the benchmark alone, beside the mix, and beside

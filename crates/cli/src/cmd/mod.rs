@@ -2,11 +2,13 @@
 
 mod config;
 mod cpus;
+mod docs;
 mod exec;
 mod lab;
 mod run;
 mod sim;
 mod status;
+mod top;
 
 use crate::args::{Cli, Command, ConfigCommand, LabCommand, Roots};
 use corral_linux::HostPaths;
@@ -25,9 +27,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Boost(args) => status::boost(&args),
         Command::Unboost(args) => status::unboost(&args),
         Command::Metrics(args) => status::metrics(&args),
+        Command::Top(args) => top::run(&args),
         Command::Config(ConfigCommand::Default) => config::default(),
         Command::Config(ConfigCommand::Check { file }) => config::check(&file),
         Command::Sim(args) => sim::run(&args),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { dir } => docs::man(&dir),
         Command::Lab(LabCommand::Parallel(args)) => lab::parallel(&paths, &args),
         Command::Lab(LabCommand::LatencyCritical(args)) => lab::latency(&paths, &args),
         Command::Lab(LabCommand::Heavy(args)) => lab::heavy(&paths, &args),

@@ -39,6 +39,8 @@ pub struct DaemonConfig {
     pub young_max: usize,
     pub cgroup: CgroupChoice,
     pub socket: String,
+    /// Serve the socket's verbs on the D-Bus system bus too.
+    pub dbus: bool,
 }
 
 impl Default for DaemonConfig {
@@ -50,6 +52,7 @@ impl Default for DaemonConfig {
             young_max: 16,
             cgroup: CgroupChoice::Auto,
             socket: "/run/corral.sock".into(),
+            dbus: true,
         }
     }
 }

@@ -17,6 +17,7 @@
 //!   the loop that interleaves steps with requests until told to stop.
 
 pub mod api;
+pub mod bus;
 pub mod http;
 pub mod metrics;
 pub mod server;

@@ -45,7 +45,8 @@
 //! - the package: its files in place and its commented configuration
 //!   valid; `systemctl enable --now` with metrics turned on in
 //!   /etc/corral/corral.toml (status names the file, a scrape of
-//!   /metrics, the journal's line, `corral top --once`); `dpkg --purge`
+//!   /metrics, the journal's line, `corral top --once`); the verbs on the
+//!   system bus with the caller's uid from the bus; `dpkg --purge`
 //!   leaves no file, link, unit, cgroup or package record.
 
 use crate::vmguest::Check;
@@ -841,6 +842,83 @@ pub fn run() -> Vec<Check> {
     c.0
 }
 
+/// `busctl call` of corral's object on the system bus, as `uid` (via
+/// setpriv) when given.
+fn busctl(uid: Option<u32>, method: &str, signature: &str, args: &[&str]) -> (bool, String) {
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(u) = uid {
+        argv.extend([
+            format!("--reuid={u}"),
+            format!("--regid={u}"),
+            "--clear-groups".into(),
+            "busctl".into(),
+        ]);
+    }
+    argv.extend(
+        [
+            "call",
+            "org.corral.Daemon1",
+            "/org/corral/Daemon1",
+            "org.corral.Daemon1",
+            method,
+        ]
+        .map(String::from),
+    );
+    if !signature.is_empty() {
+        argv.push(signature.into());
+    }
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    output(if uid.is_some() { "setpriv" } else { "busctl" }, &argv)
+}
+
+/// The socket's verbs on the system bus (corral.service, installed by the
+/// package with its bus policy): `Status` as root; a boost of root's
+/// thread asked by another user is refused with AccessDenied (the uid the
+/// bus tells), the same user's own thread is boosted.
+fn bus(c: &mut Checks) {
+    const NOBODY: u32 = 65534;
+    let (status_ok, status) = busctl(None, "Status", "", &[]);
+    // A thread of root's and one of nobody's, each a unit of its own.
+    let units = [
+        "corral-test-bus-root.service",
+        "corral-test-bus-nobody.service",
+    ];
+    let (a, _) = output("systemd-run", &["--unit", units[0], "/bin/sleep", "120"]);
+    let (b, _) = output(
+        "systemd-run",
+        &[
+            "--unit",
+            units[1],
+            &format!("--uid={NOBODY}"),
+            "/bin/sleep",
+            "120",
+        ],
+    );
+    let root_pid = unit_prop(units[0], "MainPID");
+    let nobody_pid = unit_prop(units[1], "MainPID");
+    // The daemon sees a thread at its next step at the latest (or samples
+    // on request).
+    let mut theirs = (false, String::new());
+    let mut own = (false, String::new());
+    let answered = wait_until(Duration::from_secs(20), || {
+        theirs = busctl(Some(NOBODY), "Boost", "ut", &[&root_pid, "100"]);
+        own = busctl(Some(NOBODY), "Boost", "ut", &[&nobody_pid, "100"]);
+        own.0 && theirs.1.contains("AccessDenied")
+    });
+    let _ = systemctl(&["stop", units[0], units[1]]);
+    c.check(
+        "on the system bus (org.corral.Daemon1): Status answers; another user's thread is refused to nobody with AccessDenied (uid from the bus), nobody's own thread is boosted",
+        status_ok && status.contains("backend") && a && b && answered && !theirs.0,
+        format!(
+            "Status: {:?}; root's thread {root_pid}: {:?}; nobody's thread {nobody_pid}: {:?}",
+            status.chars().take(80).collect::<String>(),
+            theirs.1,
+            own.1
+        ),
+    );
+}
+
 /// The metrics endpoint the package test turns on.
 const METRICS_AT: &str = "127.0.0.1:9741";
 
@@ -862,7 +940,7 @@ fn scrape(addr: &str) -> (String, String) {
 }
 
 /// Every file and link the package owns or corral writes at run time.
-const PACKAGE_PATHS: [&str; 10] = [
+const PACKAGE_PATHS: [&str; 11] = [
     "/usr/bin/corral",
     "/lib/systemd/system/corral.service",
     "/etc/corral",
@@ -872,6 +950,7 @@ const PACKAGE_PATHS: [&str; 10] = [
     "/usr/share/zsh/vendor-completions/_corral",
     "/usr/share/fish/vendor_completions.d/corral.fish",
     "/usr/share/doc/corral",
+    "/usr/share/dbus-1/system.d/org.corral.Daemon1.conf",
     "/run/corral.sock",
 ];
 
@@ -943,6 +1022,9 @@ fn package(c: &mut Checks) {
             top.lines().take(3).collect::<Vec<_>>()
         ),
     );
+
+    // D-Bus: the verbs on the system bus, the caller's uid from the bus.
+    bus(c);
 
     // Removal: the service stops (every thread back), is disabled, and a
     // purge leaves nothing.

@@ -223,6 +223,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let socket_path = config.daemon.socket.clone();
     let metrics_listen = config.metrics.listen.clone();
+    let dbus = config.daemon.dbus;
     let mut daemon = Daemon::new(host, config).context("cannot read the topology")?;
 
     let (tx, mut inbox) = server::channel().context("cannot set up the event loop")?;
@@ -234,6 +235,38 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot listen on {socket_path}"))?,
         )
     };
+    // The bus from a thread of its own, which then holds the connection
+    // until the daemon ends: a bus that is slow or never answers (a
+    // policy that drops replies) must not hold the daemon's start up.
+    // No system bus (no dbus-daemon here, and none named): nothing to say
+    // above debug.
+    let bus_here = std::env::var_os("DBUS_SYSTEM_BUS_ADDRESS").is_some()
+        || std::path::Path::new("/run/dbus/system_bus_socket").exists();
+    if dbus && !bus_here {
+        log::debug(
+            "D-Bus: no system bus (/run/dbus/system_bus_socket); boosts only through the socket",
+        );
+    }
+    if dbus && bus_here {
+        let bus_tx = tx.clone();
+        std::thread::Builder::new()
+            .name("corral-dbus".into())
+            .spawn(move || match corral_daemon::bus::serve(bus_tx) {
+                Ok(_conn) => {
+                    log::info(&format!(
+                        "D-Bus: {} on the system bus",
+                        corral_daemon::bus::BUS_NAME
+                    ));
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                Err(e) => log::notice(&format!(
+                    "D-Bus: not serving {} ({e}); boosts only through the socket",
+                    corral_daemon::bus::BUS_NAME
+                )),
+            })?;
+    }
     if !metrics_listen.is_empty() {
         let at = corral_daemon::http::serve(&metrics_listen, tx.clone())
             .with_context(|| format!("metrics.listen: cannot listen on {metrics_listen}"))?;

@@ -842,34 +842,36 @@ pub fn run() -> Vec<Check> {
     c.0
 }
 
-/// `busctl call` of corral's object on the system bus, as `uid` (via
-/// setpriv) when given.
-fn busctl(uid: Option<u32>, method: &str, signature: &str, args: &[&str]) -> (bool, String) {
+/// `dbus-send` of a method of corral's object on the system bus, as `uid`
+/// (via setpriv) when given; its errors name the D-Bus error and carry
+/// the daemon's words.
+fn bus_call(uid: Option<u32>, method: &str, args: &[&str]) -> (bool, String) {
     let mut argv: Vec<String> = Vec::new();
     if let Some(u) = uid {
         argv.extend([
             format!("--reuid={u}"),
             format!("--regid={u}"),
             "--clear-groups".into(),
-            "busctl".into(),
+            "dbus-send".into(),
         ]);
     }
-    argv.extend(
-        [
-            "call",
-            "org.corral.Daemon1",
-            "/org/corral/Daemon1",
-            "org.corral.Daemon1",
-            method,
-        ]
-        .map(String::from),
-    );
-    if !signature.is_empty() {
-        argv.push(signature.into());
-    }
+    argv.extend([
+        "--system".to_string(),
+        "--print-reply".into(),
+        "--dest=org.corral.Daemon1".into(),
+        "/org/corral/Daemon1".into(),
+        format!("org.corral.Daemon1.{method}"),
+    ]);
     argv.extend(args.iter().map(|a| a.to_string()));
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    output(if uid.is_some() { "setpriv" } else { "busctl" }, &argv)
+    output(
+        if uid.is_some() {
+            "setpriv"
+        } else {
+            "dbus-send"
+        },
+        &argv,
+    )
 }
 
 /// The socket's verbs on the system bus (corral.service, installed by the
@@ -878,7 +880,7 @@ fn busctl(uid: Option<u32>, method: &str, signature: &str, args: &[&str]) -> (bo
 /// bus tells), the same user's own thread is boosted.
 fn bus(c: &mut Checks) {
     const NOBODY: u32 = 65534;
-    let (status_ok, status) = busctl(None, "Status", "", &[]);
+    let (status_ok, status) = bus_call(None, "Status", &[]);
     // A thread of root's and one of nobody's, each a unit of its own.
     let units = [
         "corral-test-bus-root.service",
@@ -902,9 +904,19 @@ fn bus(c: &mut Checks) {
     let mut theirs = (false, String::new());
     let mut own = (false, String::new());
     let answered = wait_until(Duration::from_secs(20), || {
-        theirs = busctl(Some(NOBODY), "Boost", "ut", &[&root_pid, "100"]);
-        own = busctl(Some(NOBODY), "Boost", "ut", &[&nobody_pid, "100"]);
-        own.0 && theirs.1.contains("AccessDenied")
+        theirs = bus_call(
+            Some(NOBODY),
+            "Boost",
+            &[&format!("uint32:{root_pid}"), "uint64:100"],
+        );
+        own = bus_call(
+            Some(NOBODY),
+            "Boost",
+            &[&format!("uint32:{nobody_pid}"), "uint64:100"],
+        );
+        own.0
+            && theirs.1.contains("org.freedesktop.DBus.Error.AccessDenied")
+            && theirs.1.contains(&format!("the caller is uid {NOBODY}"))
     });
     let _ = systemctl(&["stop", units[0], units[1]]);
     c.check(

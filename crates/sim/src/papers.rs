@@ -42,6 +42,10 @@ pub struct Claim {
     pub claim: String,
     pub paper: String,
     pub simulated: String,
+    /// What the check tests: the effect's direction and the threshold it
+    /// must pass. The sizes of the paper's and the simulated figures may
+    /// differ when it holds.
+    pub test: String,
     pub holds: bool,
 }
 
@@ -223,12 +227,14 @@ fn paper000() -> Result<Paper, String> {
                 "{}/{}/{} migrations",
                 base_migr[0], base_migr[1], base_migr[2]
             ),
+            test: "each of the three migrates at least 100 times in 500 s".into(),
             holds: base_migr.iter().all(|&x| x >= 100),
         },
         Claim {
             claim: "it piles all three main processes on one CPU".into(),
             paper: "65+ of 500 samples".into(),
             simulated: format!("{same_base} of 500 samples"),
+            test: "at least 10 of the 500 samples".into(),
             holds: same_base >= 10,
         },
         Claim {
@@ -238,6 +244,7 @@ fn paper000() -> Result<Paper, String> {
                 "{}/{}/{} (browsing), benchmark {} -> {}",
                 corral_migr[0], corral_migr[1], corral_migr[2], bench_migr[0], bench_migr[1]
             ),
+            test: "fewer migrations in all, and fewer for the benchmark".into(),
             holds: corral_migr.iter().sum::<u64>() < base_migr.iter().sum::<u64>()
                 && bench_migr[1] < bench_migr[0],
         },
@@ -249,16 +256,19 @@ fn paper000() -> Result<Paper, String> {
                 "{} vs with the mix ({t_multi:.2} s -> {t_corral:.2} s; alone {t_alone:.2} s)",
                 pct(-gain)
             ),
+            test: "the benchmark beside the mix finishes sooner with corral than without".into(),
             holds: t_corral < t_multi,
         },
     ];
     let chart = bars(
-        "Paper 000: benchmark completion time (s)",
+        "Paper 000: benchmark completion time",
+        "completion time (s)",
         &[
-            ("alone".into(), t_alone),
-            ("with the mix (CFS)".into(), t_multi),
-            ("with the mix + corral".into(), t_corral),
+            Bar::sim("alone", t_alone),
+            Bar::sim("with the mix (CFS)", t_multi),
+            Bar::sim("with the mix + corral", t_corral),
         ],
+        "The paper gives no completion times, only that a dedicated core made the benchmark 7 % (Quadrant) to 25 % (SunSpider) better than with the background.",
     );
     Ok(Paper {
         id: "000",
@@ -368,6 +378,7 @@ fn paper001() -> Result<Paper, String> {
                     .join(" -> "),
                 pct(b100 / base - 1.0)
             ),
+            test: "p50 never rises by more than 0.05 ms from one level to the next, and is lower at 100 than without a boost".into(),
             holds: monotonic && b100 < base,
         },
         Claim {
@@ -379,21 +390,35 @@ fn paper001() -> Result<Paper, String> {
                 pct(b100 / base - 1.0)
             ),
             // "Adds" means a visible gain: at least 2 % below boost alone.
+            test: "boost + balancing at least 2 % below boost alone".into(),
             holds: bal < b100 * 0.98,
         },
         Claim {
-            claim: "corral's boost + eviction is at least as good as the paper's best".into(),
-            paper: "-43.31 %".into(),
-            simulated: format!("{} (T_E = 100 ms)", pct(corral / base - 1.0)),
+            claim: "corral's boost + eviction does as well as the paper's best mechanism (boost + balancing)".into(),
+            paper: "boost + balancing -43.31 % (measured on the phone)".into(),
+            simulated: format!(
+                "corral {} vs boost + balancing {} (T_E = 100 ms; the simulated sizes differ from the paper's)",
+                pct(corral / base - 1.0),
+                pct(bal / base - 1.0)
+            ),
+            test: "corral's p50 at most 0.5 ms above boost + balancing's, both simulated".into(),
             holds: corral <= bal + 0.5,
         },
     ];
+    let paper_cut = [None, None, None, None, Some(22.0), Some(43.31), None];
     let chart = bars(
-        "Paper 001: response time p50 (ms), drawing app + 2 hogs",
+        "Paper 001: how much sooner the drawing app answers, beside 2 hogs",
+        "response time p50 below the baseline's (%)",
         &variants
             .iter()
-            .map(|(n, p50, _)| (n.clone(), *p50))
+            .zip(paper_cut)
+            .map(|((n, p50, _), paper)| Bar {
+                label: n.clone(),
+                simulated: (1.0 - p50 / base) * 100.0,
+                paper,
+            })
             .collect::<Vec<_>>(),
+        "The paper gives the cut for the boost at 100 and for boost + balancing; corral's boost is not in the paper.",
     );
     Ok(Paper {
         id: "001",
@@ -466,7 +491,9 @@ fn paper002() -> Result<Paper, String> {
     let floor = 0.1;
     let ratio = w_low / w_high.max(floor);
     let ratio_text = if w_high < floor {
-        format!("{w_low:.1} / <{floor} ms = >{ratio:.0}x")
+        format!(
+            "{w_low:.1} / <{floor} ms = >{ratio:.0}x (in the model the woken thread of the 1024 group preempts at once: its delay is ~0, so the ratio has no upper bound)"
+        )
     } else {
         format!("{w_low:.1} / {w_high:.1} ms = {ratio:.1}x")
     };
@@ -475,6 +502,7 @@ fn paper002() -> Result<Paper, String> {
             claim: "the 52-share group's worst delay is several times the 1024 group's".into(),
             paper: "290 / 30 ms = 9.7x".into(),
             simulated: ratio_text,
+            test: "the ratio is at least 3".into(),
             holds: ratio >= 3.0,
         },
         Claim {
@@ -483,16 +511,19 @@ fn paper002() -> Result<Paper, String> {
             simulated: format!(
                 "corral: worst {w_corral:.1} ms (in the 52-share group to start with)"
             ),
+            test: "corral's worst delay at most 1.5 times the 1024 group's (or 5 ms)".into(),
             holds: w_corral <= w_high.max(5.0) * 1.5,
         },
     ];
     let chart = bars(
-        "Paper 002: AudioTrack's worst scheduling delay (ms) during a launcher burst",
+        "Paper 002: AudioTrack's worst scheduling delay during a launcher burst",
+        "worst wake-up-to-run delay (ms)",
         &[
-            ("1024-share group".into(), w_high),
-            ("52-share group".into(), w_low),
-            ("52-share + corral".into(), w_corral),
+            Bar::both("1024-share group", w_high, 30.0),
+            Bar::both("52-share group", w_low, 290.0),
+            Bar::sim("52-share + corral", w_corral),
         ],
+        "corral is not in the paper, whose fix was to keep AudioTrack in the 1024-share group.",
     );
     Ok(Paper {
         id: "002",
@@ -574,6 +605,7 @@ fn paper003() -> Result<Paper, String> {
                 .collect::<Vec<_>>()
                 .join(" / ")
                 + " s",
+            test: "each completion within 5 % of the 1-CPU one".into(),
             holds: times.iter().all(|t| (t.0 / times[0].0 - 1.0).abs() < 0.05),
         },
         Claim {
@@ -587,19 +619,22 @@ fn paper003() -> Result<Paper, String> {
                 pct(times[1].1 / one - 1.0),
                 pct(times[2].1 / one - 1.0)
             ),
+            test: "4 CPUs finish before 2, and 2 before 1".into(),
             holds: times[2].1 < times[1].1 && times[1].1 < times[0].1,
         },
     ];
     let chart = bars(
-        "Paper 003: Fibonacci completion (s): online-only vs corral's detector",
+        "Paper 003: Fibonacci completion, online-only count vs corral's detector",
+        "completion time (s)",
         &[
-            ("1 CPU, online-only".into(), times[0].0),
-            ("1 CPU, corral".into(), times[0].1),
-            ("2 CPUs, online-only".into(), times[1].0),
-            ("2 CPUs, corral".into(), times[1].1),
-            ("4 CPUs, online-only".into(), times[2].0),
-            ("4 CPUs, corral".into(), times[2].1),
+            Bar::both("1 CPU, online-only", times[0].0, 7.4),
+            Bar::both("1 CPU, corral", times[0].1, paper[0]),
+            Bar::both("2 CPUs, online-only", times[1].0, 7.4),
+            Bar::both("2 CPUs, corral", times[1].1, paper[1]),
+            Bar::both("4 CPUs, online-only", times[2].0, 7.4),
+            Bar::both("4 CPUs, corral", times[2].1, paper[2]),
         ],
+        "The paper's detector counted present CPUs, as corral's does.",
     );
     Ok(Paper {
         id: "003",
@@ -679,6 +714,7 @@ fn paper004() -> Result<Paper, String> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            test: "the scan examines more tasks per pick than every multi-level variant, at every mix size".into(),
             holds: ratios.iter().all(|&r| r > 1.0),
         },
         Claim {
@@ -689,6 +725,7 @@ fn paper004() -> Result<Paper, String> {
                 .map(|r| format!("{r:.1}x"))
                 .collect::<Vec<_>>()
                 .join(" -> "),
+            test: "that ratio rises from each mix size to the next".into(),
             holds: ratios.windows(2).all(|w| w[1] > w[0]),
         },
         Claim {
@@ -703,16 +740,19 @@ fn paper004() -> Result<Paper, String> {
                     .collect::<Vec<_>>()
                     .join("/")
             ),
+            test: "every multi-level variant finishes before the scan".into(),
             holds: completion[1..].iter().all(|&c| c < completion[0]),
         },
     ];
     let chart = bars(
-        "Paper 004: tasks examined per pick (mix x16)",
+        "Paper 004: the scheduler's work per pick, the mix 16 times over",
+        "tasks examined per pick",
         &models
             .iter()
             .zip(&per_pick[2].1)
-            .map(|(m, v)| (m.to_string(), *v))
+            .map(|(m, v)| Bar::sim(m, *v))
             .collect::<Vec<_>>(),
+        "The paper states the ordering and the trend, not per-pick counts.",
     );
     Ok(Paper {
         id: "004",
@@ -739,12 +779,64 @@ fn paper004() -> Result<Paper, String> {
 // ---------------------------------------------------------------------
 // Output.
 
-/// A horizontal bar chart, hand-written SVG.
-pub fn bars(title: &str, items: &[(String, f64)]) -> String {
-    let (w, bar, gap, left) = (720.0, 22.0, 8.0, 230.0);
-    let top = 40.0;
-    let h = top + items.len() as f64 * (bar + gap) + 20.0;
-    let max = items.iter().map(|i| i.1).fold(0.0_f64, f64::max).max(1e-9);
+/// One bar of a chart: the simulated figure and, where the paper gives
+/// one, the paper's.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    pub label: String,
+    pub simulated: f64,
+    pub paper: Option<f64>,
+}
+
+impl Bar {
+    fn sim(label: &str, simulated: f64) -> Bar {
+        Bar {
+            label: label.into(),
+            simulated,
+            paper: None,
+        }
+    }
+
+    fn both(label: &str, simulated: f64, paper: f64) -> Bar {
+        Bar {
+            label: label.into(),
+            simulated,
+            paper: Some(paper),
+        }
+    }
+}
+
+/// A round step for `n` or fewer ticks up to `max`: 1, 2 or 5 × 10^k.
+fn tick_step(max: f64, n: f64) -> f64 {
+    let raw = (max / n).max(1e-12);
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * mag)
+}
+
+/// A horizontal bar chart, hand-written SVG: per item the simulated bar
+/// and, beneath it, the paper's figure in grey where the paper gives one
+/// ("paper: -" where it does not); an x axis from 0 with round ticks and
+/// `axis` (the quantity and its unit) under it; a legend; `note` at the
+/// foot. A negative value draws no bar; its figure is printed.
+pub fn bars(title: &str, axis: &str, items: &[Bar], note: &str) -> String {
+    let (w, bar, thin, gap, left, right) = (760.0, 18.0, 8.0, 12.0, 230.0, 90.0);
+    let top = 56.0;
+    let row = bar + thin + 2.0 + gap;
+    let plot_h = items.len() as f64 * row;
+    let h = top + plot_h + 70.0;
+    let max = items
+        .iter()
+        .flat_map(|i| [i.simulated, i.paper.unwrap_or(0.0)])
+        .fold(0.0_f64, f64::max)
+        .max(1e-9);
+    let step = tick_step(max, 5.0);
+    let end = (max / step).ceil() * step;
+    let span = w - left - right;
+    let x = |v: f64| left + span * (v.max(0.0) / end);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -755,23 +847,90 @@ pub fn bars(title: &str, items: &[(String, f64)]) -> String {
         r#"<text x="10" y="22" font-size="14" font-weight="bold">{}</text>"#,
         esc(title)
     );
-    for (i, (label, v)) in items.iter().enumerate() {
-        let y = top + i as f64 * (bar + gap);
-        let len = (w - left - 80.0) * v / max;
+    let _ = writeln!(
+        s,
+        r##"<rect x="{left}" y="32" width="12" height="10" fill="#4a7fc1"/><text x="{}" y="41">simulated</text><rect x="{}" y="34" width="12" height="6" fill="#999"/><text x="{}" y="41">paper</text>"##,
+        left + 16.0,
+        left + 90.0,
+        left + 106.0
+    );
+    // Grid lines and ticks.
+    let mut t = 0.0;
+    while t <= end + step * 1e-6 {
+        let tx = x(t);
         let _ = writeln!(
             s,
-            r#"<text x="{}" y="{}" text-anchor="end">{}</text><rect x="{left}" y="{y}" width="{len:.1}" height="{bar}" fill="hsl({},55%,55%)"/><text x="{:.1}" y="{}">{}</text>"#,
-            left - 6.0,
-            y + bar * 0.7,
-            esc(label),
-            (i * 67) % 360,
-            left + len + 4.0,
-            y + bar * 0.7,
-            fmt_value(*v)
+            r##"<line x1="{tx:.1}" y1="{top}" x2="{tx:.1}" y2="{:.1}" stroke="#ddd"/><text x="{tx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            top + plot_h,
+            top + plot_h + 16.0,
+            tick_label(t, step)
         );
+        t += step;
     }
+    let _ = writeln!(
+        s,
+        r##"<line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/><line x1="{left}" y1="{top}" x2="{left}" y2="{:.1}" stroke="#333"/>"##,
+        top + plot_h,
+        left + span,
+        top + plot_h,
+        top + plot_h
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        left + span / 2.0,
+        top + plot_h + 34.0,
+        esc(axis)
+    );
+    for (i, item) in items.iter().enumerate() {
+        let y = top + gap / 2.0 + i as f64 * row;
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{:.1}" text-anchor="end">{}</text><rect x="{left}" y="{y:.1}" width="{:.1}" height="{bar}" fill="#4a7fc1"/><text x="{:.1}" y="{:.1}">{}</text>"##,
+            left - 6.0,
+            y + bar * 0.75,
+            esc(&item.label),
+            x(item.simulated) - left,
+            x(item.simulated) + 4.0,
+            y + bar * 0.75,
+            fmt_value(item.simulated)
+        );
+        let py = y + bar + 2.0;
+        match item.paper {
+            Some(p) => {
+                let _ = writeln!(
+                    s,
+                    r##"<rect x="{left}" y="{py:.1}" width="{:.1}" height="{thin}" fill="#999"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#555">paper {}</text>"##,
+                    x(p) - left,
+                    x(p) + 4.0,
+                    py + thin,
+                    fmt_value(p)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#555">paper: -</text>"##,
+                    left + 4.0,
+                    py + thin
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        s,
+        r##"<text x="10" y="{:.1}" font-size="11" fill="#555">{}</text>"##,
+        top + plot_h + 56.0,
+        esc(note)
+    );
     s.push_str("</svg>\n");
     s
+}
+
+/// A tick's value with as many decimals as its step needs.
+fn tick_label(v: f64, step: f64) -> String {
+    let decimals = (-step.log10()).ceil().max(0.0) as usize;
+    format!("{v:.decimals$}")
 }
 
 fn fmt_value(v: f64) -> String {
@@ -838,14 +997,15 @@ pub fn html(papers: &[Paper]) -> String {
             }
             s.push_str("</tr>\n");
         }
-        s.push_str("</table>\n<h3>Claims</h3>\n<table><tr><th>claim</th><th>paper</th><th>simulated</th><th></th></tr>\n");
+        s.push_str("</table>\n<h3>Claims</h3>\n<table><tr><th>claim</th><th>paper</th><th>simulated</th><th>holds when</th><th></th></tr>\n");
         for c in &p.claims {
             let _ = writeln!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
                 esc(&c.claim),
                 esc(&c.paper),
                 esc(&c.simulated),
+                esc(&c.test),
                 if c.holds { "yes" } else { "no" },
                 if c.holds { "holds" } else { "disagrees" }
             );
@@ -862,10 +1022,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bar_chart_has_a_bar_per_item_scaled_to_the_largest() {
-        let svg = bars("t", &[("a".into(), 1.0), ("b<".into(), 2.0)]);
-        assert_eq!(svg.matches("<rect").count(), 2);
+    fn a_bar_chart_has_both_figures_an_axis_and_its_unit() {
+        let svg = bars(
+            "t",
+            "time (s)",
+            &[Bar::sim("a", 1.0), Bar::both("b<", 2.0, 4.0)],
+            "n",
+        );
+        // Two legend swatches, two simulated bars, one paper bar.
+        assert_eq!(svg.matches("<rect").count(), 5);
         assert!(svg.contains("b&lt;"));
-        assert!(svg.contains(r#"width="410.0""#), "{svg}");
+        assert!(
+            svg.contains("paper 4.00") && svg.contains("paper: -"),
+            "{svg}"
+        );
+        assert!(svg.contains(">time (s)</text>"), "{svg}");
+        // Ticks 0, 1, 2, 3, 4 (step 1 for a maximum of 4); the paper's 4
+        // reaches the axis's end (440 wide), the simulated 2 half of it.
+        assert!(svg.contains(r#"width="440.0" height="8""#), "{svg}");
+        assert!(svg.contains(r#"width="220.0" height="18""#), "{svg}");
+        assert_eq!(svg.matches("text-anchor=\"middle\">").count(), 6, "{svg}");
+    }
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(tick_step(4.0, 5.0), 1.0);
+        assert_eq!(tick_step(290.0, 5.0), 100.0);
+        assert_eq!(tick_step(43.31, 5.0), 10.0);
+        assert_eq!(tick_step(0.7, 5.0), 0.2);
+        assert_eq!(tick_label(20.0, 10.0), "20");
+        assert_eq!(tick_label(0.4, 0.2), "0.4");
     }
 }

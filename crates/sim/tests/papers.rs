@@ -29,6 +29,15 @@ fn every_paper_runs_and_keeps_its_direction() {
             p.id
         );
         assert!(p.chart.starts_with("<svg"), "paper {}", p.id);
+        // Each chart has an axis with its unit and says, per bar, what the
+        // paper gives (its figure, or that it gives none).
+        assert!(p.chart.contains("paper"), "paper {}", p.id);
+        assert!(p.chart.contains("text-anchor=\"middle\""), "paper {}", p.id);
+        assert!(
+            p.claims.iter().all(|c| !c.test.is_empty()),
+            "paper {}",
+            p.id
+        );
         for c in &p.claims {
             println!(
                 "{} {} | {} | {}",
@@ -41,6 +50,10 @@ fn every_paper_runs_and_keeps_its_direction() {
     }
     assert!(claim(&all[1], "response time falls as the boost grows").holds);
     assert!(claim(&all[2], "the 52-share group's worst delay").holds);
+    // The paper's own figures beside the simulated bars.
+    assert!(all[2].chart.contains("paper 290") && all[2].chart.contains("paper 30.00"));
+    assert!(all[3].chart.contains("paper 7.40") && all[3].chart.contains("paper 2.70"));
+    assert!(all[1].chart.contains("paper 43.31") && all[1].chart.contains("paper 22.00"));
     assert!(claim(&all[3], "counting present CPUs").holds);
     assert!(claim(&all[3], "counting online CPUs").holds);
     assert!(claim(&all[4], "the multi-level queue looks at fewer").holds);

@@ -487,12 +487,13 @@ fn papers(which: &str, report: Option<&std::path::Path>, json: bool) -> anyhow::
                 table.row(r.clone());
             }
             print!("{}", table.render());
-            let mut claims = Table::new(&["CLAIM", "PAPER", "SIMULATED", ""]);
+            let mut claims = Table::new(&["CLAIM", "PAPER", "SIMULATED", "HOLDS WHEN", ""]);
             for c in &p.claims {
                 claims.row(vec![
                     c.claim.clone(),
                     c.paper.clone(),
                     c.simulated.clone(),
+                    c.test.clone(),
                     if c.holds { "holds" } else { "DISAGREES" }.into(),
                 ]);
             }
@@ -516,7 +517,7 @@ fn papers(which: &str, report: Option<&std::path::Path>, json: bool) -> anyhow::
                     "header": p.header,
                     "rows": p.rows,
                     "claims": p.claims.iter().map(|c| serde_json::json!({
-                        "claim": c.claim, "paper": c.paper, "simulated": c.simulated, "holds": c.holds,
+                        "claim": c.claim, "paper": c.paper, "simulated": c.simulated, "test": c.test, "holds": c.holds,
                     })).collect::<Vec<_>>(),
                 })
             })
@@ -524,10 +525,15 @@ fn papers(which: &str, report: Option<&std::path::Path>, json: bool) -> anyhow::
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
-            "\n{} paper(s) in {:.1} s; {} claim(s) where the simulation disagrees with the paper (findings, listed above)",
-            done.len(),
+            "\n{} in {:.1} s; {} where the simulation disagrees with the paper{}",
+            corral_core::words::count(done.len(), "paper", "papers"),
             t0.elapsed().as_secs_f64(),
-            disagreements
+            corral_core::words::count(disagreements, "claim", "claims"),
+            if disagreements > 0 {
+                " (findings, listed above)"
+            } else {
+                ""
+            }
         );
     }
     if let Some(dir) = report {

@@ -64,6 +64,8 @@ fn metrics_are_served_over_http_and_pass_promtool() {
             break rest.trim_end_matches("/metrics").to_string();
         }
     };
+    // The rest of the log is drained, so the daemon never blocks on it.
+    std::thread::spawn(move || lines.for_each(drop));
     // Wait for a few steps, then make a refused boost (pid 1 is not in scope).
     let t0 = Instant::now();
     let body = loop {
@@ -90,13 +92,46 @@ fn metrics_are_served_over_http_and_pass_promtool() {
         .arg(&socket)
         .output()
         .unwrap();
+    // A client that trickles its request a byte a second holds the one
+    // serving thread for at most its 5-s deadline, not for as long as it
+    // keeps sending.
+    let trickle_addr = addr.clone();
+    let trickler = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(&trickle_addr).unwrap();
+        for _ in 0..30 {
+            if s.write_all(b"G").is_err() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        false
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let (head, _) = get(&addr, "/metrics");
+    let waited = t0.elapsed();
+    let cut_off = trickler.join().unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        waited < Duration::from_secs(8),
+        "a scrape waited {waited:?}"
+    );
+    assert!(cut_off, "the trickling client was never cut off");
     let (missing, _) = get(&addr, "/nothing");
+    let mut post = TcpStream::connect(&addr).unwrap();
+    write!(post, "POST /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut refused = String::new();
+    post.read_to_string(&mut refused).unwrap();
     let _ = d.kill();
     let _ = d.wait();
     let _ = sleeper.kill();
     let _ = sleeper.wait();
 
     assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+    assert!(
+        refused.starts_with("HTTP/1.1 405") && refused.contains("Allow: GET\r\n"),
+        "{refused}"
+    );
     assert!(body.contains("corral_threads{class=\"light\"}"), "{body}");
     assert!(
         body.contains("corral_step_duration_seconds_count"),

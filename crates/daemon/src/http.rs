@@ -10,14 +10,15 @@
 use crate::api::Command;
 use crate::server::{Msg, MsgSender};
 use crate::Caller;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The longest request head read.
 const MAX_HEAD: usize = 8 * 1024;
-/// A client gets this long to send its request and take the answer.
+/// A client gets this long, in all, to send its request and take the
+/// answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The loop answers between steps; a step takes milliseconds.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,17 +63,26 @@ fn request_line(head: &str) -> Option<(&str, &str)> {
 }
 
 fn answer(mut stream: TcpStream, loop_: &MsgSender) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    // One deadline for the whole exchange, not per read: a client that
+    // trickles a byte at a time must not hold the one serving thread.
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    let left = || {
+        deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| std::io::Error::new(ErrorKind::TimedOut, "the client took too long"))
+    };
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        stream.set_read_timeout(Some(left()?))?;
         let n = stream.read(&mut buf)?;
         if n == 0 {
             break;
         }
         head.extend_from_slice(&buf[..n]);
         if head.len() > MAX_HEAD {
+            stream.set_write_timeout(Some(left()?))?;
             return reply(
                 &mut stream,
                 "431 Request Header Fields Too Large",
@@ -100,6 +110,9 @@ fn answer(mut stream: TcpStream, loop_: &MsgSender) -> std::io::Result<()> {
         ),
         Some(_) => ("404 Not Found", "text/plain", "see /metrics\n".into()),
     };
+    // The answer fits the socket's buffer: one write, its own timeout
+    // (the loop may have taken a while to render it).
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
     reply(&mut stream, status, kind, &body)
 }
 
@@ -113,12 +126,18 @@ fn exposition(loop_: &MsgSender) -> Option<String> {
     response.result?.as_str().map(str::to_string)
 }
 
+/// The whole response in one write (`Allow` on a 405, as RFC 9110 asks).
 fn reply(stream: &mut TcpStream, status: &str, kind: &str, body: &str) -> std::io::Result<()> {
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+    let allow = if status.starts_with("405") {
+        "Allow: GET\r\n"
+    } else {
+        ""
+    };
+    let out = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n{body}",
         body.len()
-    )?;
+    );
+    stream.write_all(out.as_bytes())?;
     stream.flush()
 }
 

@@ -205,6 +205,8 @@ struct ActiveBoost {
     last_run_ns: u64,
     /// When the boost began (extensions are capped from here).
     started_ns: u64,
+    /// The thread's name, for the boost log (it may have exited by then).
+    comm: String,
 }
 
 /// Who sent a request (SO_PEERCRED).
@@ -655,7 +657,7 @@ impl<H: Host> Daemon<H> {
         }
         for tid in events.exited {
             self.young.remove(&tid);
-            self.boosts.remove(&tid);
+            self.end_boost(tid);
             if self.known.remove(&tid).is_some() {
                 self.classifier.retain(|t| t != tid);
             }
@@ -1014,14 +1016,20 @@ impl<H: Host> Daemon<H> {
         let now = self.host.now_ns();
         let lasted = now.saturating_sub(b.started_ns);
         self.counters.observe_boost(lasted as f64 / 1e9);
-        let comm = self
-            .known
-            .get(&tid)
-            .map(|k| k.sample.comm.to_string())
-            .unwrap_or_default();
-        self.boost_log.push_front((tid, comm, b.started_ns, now));
+        self.boost_log.push_front((tid, b.comm, b.started_ns, now));
         self.boost_log.truncate(BOOST_LOG);
         true
+    }
+
+    /// Takes back a boost that could not be put in force: one that was
+    /// already in force (`extended`) ends and is counted; a new one never
+    /// began.
+    fn drop_boost(&mut self, tid: u32, extended: bool) {
+        if extended {
+            self.end_boost(tid);
+        } else {
+            self.boosts.remove(&tid);
+        }
     }
 
     /// The Prometheus text exposition of the counters and the state.
@@ -1111,6 +1119,7 @@ impl<H: Host> Daemon<H> {
                         run_at_start_ns: progress.run_ns,
                         last_run_ns: progress.run_ns,
                         started_ns: now,
+                        comm: k.sample.comm.to_string(),
                     },
                 );
                 false
@@ -1131,15 +1140,17 @@ impl<H: Host> Daemon<H> {
             self.ensure_plan_thread(tid);
             let next = self.next_plan();
             let Some(spec) = next.groups.get(&own).cloned() else {
-                self.boosts.remove(&tid);
+                self.drop_boost(tid, extended);
                 return Err(format!("could not boost thread {tid}: no group planned"));
             };
             if self.applied.groups.get(&own) != Some(&spec) {
                 let change = Change::SetGroup(spec.clone());
                 if let Err(e) = self.host.apply(&change) {
-                    self.boosts.remove(&tid);
+                    self.counters.errors += 1;
+                    self.drop_boost(tid, extended);
                     return Err(format!("could not boost thread {tid}: {e}"));
                 }
+                self.counters.changes[0] += 1;
                 self.applied.groups.insert(own.clone(), spec.clone());
             }
             self.pending_replan = true;
@@ -1158,7 +1169,7 @@ impl<H: Host> Daemon<H> {
         self.replan(&mut report);
         self.last.errors.extend(report.errors.iter().cloned());
         if self.applied.group_of(tid).is_none_or(|g| g.name != own) {
-            self.boosts.remove(&tid);
+            self.drop_boost(tid, extended);
             return Err(format!(
                 "could not boost thread {tid}: {}",
                 report.errors.join("; ")
@@ -1336,18 +1347,12 @@ impl<H: Host> Daemon<H> {
             })
             .collect();
         let now = self.host.now_ns();
-        let comm = |tid: &u32| {
-            self.known
-                .get(tid)
-                .map(|k| k.sample.comm.to_string())
-                .unwrap_or_default()
-        };
         let mut boost_log: Vec<BoostRecord> = self
             .boosts
             .iter()
             .map(|(tid, b)| BoostRecord {
                 tid: *tid,
-                comm: comm(tid),
+                comm: b.comm.clone(),
                 ago_ms: now.saturating_sub(b.started_ns) / 1_000_000,
                 lasted_ms: None,
             })

@@ -7,7 +7,8 @@
 //! sample a line). `corral metrics` prints it; `[metrics] listen` serves
 //! it over HTTP ([`crate::http`]).
 
-use crate::api::Status;
+use crate::api::{GroupStatus, Status};
+use corral_core::plan::GroupKind;
 use std::fmt::Write;
 
 /// Upper bounds (seconds) of the step and sampler duration buckets: a
@@ -120,6 +121,9 @@ const CLASSES: [&str; 6] = [
     "new",
 ];
 
+/// One figure of a group.
+type GroupValue = fn(&GroupStatus) -> u64;
+
 /// The exposition: `counters` and the state in `status`.
 pub fn render(counters: &Counters, status: &Status) -> String {
     let mut out = String::new();
@@ -154,50 +158,57 @@ pub fn render(counters: &Counters, status: &Status) -> String {
         let n = status.counts.get(class).copied().unwrap_or(0);
         let _ = writeln!(out, "corral_threads{{class=\"{class}\"}} {n}");
     }
+    // Boost groups (one per boosted thread) are counted, not listed: a
+    // series per TID would grow without end.
+    let (boost, groups): (Vec<_>, Vec<_>) = status
+        .groups
+        .iter()
+        .partition(|g| g.kind == GroupKind::Boost);
     header(
         &mut out,
-        "corral_group_cpus",
-        "CPUs in each of corral's groups.",
+        "corral_group_info",
+        "Each of corral's groups (but boost groups): its kind and CPU list (value always 1).",
         "gauge",
     );
-    for g in &status.groups {
+    for g in &groups {
         let _ = writeln!(
             out,
-            "corral_group_cpus{{group=\"{}\",kind=\"{}\",cpus=\"{}\"}} {}",
+            "corral_group_info{{group=\"{}\",kind=\"{}\",cpus=\"{}\"}} 1",
             label(&g.name),
             g.kind.as_str(),
-            g.cpus,
-            g.cpus.len()
+            g.cpus
         );
     }
-    header(
+    let per_group: [(&str, &str, GroupValue); 3] = [
+        (
+            "corral_group_cpus",
+            "CPUs in each of corral's groups.",
+            |g| g.cpus.len() as u64,
+        ),
+        (
+            "corral_group_threads",
+            "Threads placed in each of corral's groups.",
+            |g| g.members as u64,
+        ),
+        (
+            "corral_group_shares",
+            "Weight of each group, in cpu.shares units (cgroup v2 weight = shares * 100 / 1024).",
+            |g| g.shares,
+        ),
+    ];
+    for (name, help, value) in per_group {
+        header(&mut out, name, help, "gauge");
+        for g in &groups {
+            let _ = writeln!(out, "{name}{{group=\"{}\"}} {}", label(&g.name), value(g));
+        }
+    }
+    single(
         &mut out,
-        "corral_group_threads",
-        "Threads placed in each of corral's groups.",
+        "corral_boost_groups",
+        "Boost groups: a boosted thread's own group, raised or at rest.",
         "gauge",
+        boost.len(),
     );
-    for g in &status.groups {
-        let _ = writeln!(
-            out,
-            "corral_group_threads{{group=\"{}\"}} {}",
-            label(&g.name),
-            g.members
-        );
-    }
-    header(
-        &mut out,
-        "corral_group_shares",
-        "Weight of each group, in cpu.shares units (cgroup v2 weight = shares * 100 / 1024).",
-        "gauge",
-    );
-    for g in &status.groups {
-        let _ = writeln!(
-            out,
-            "corral_group_shares{{group=\"{}\"}} {}",
-            label(&g.name),
-            g.shares
-        );
-    }
     single(
         &mut out,
         "corral_steps_total",
@@ -309,6 +320,39 @@ mod tests {
         assert!(out.contains("x_seconds_bucket{le=\"1\"} 3\n"), "{out}");
         assert!(out.contains("x_seconds_bucket{le=\"+Inf\"} 4\n"), "{out}");
         assert!(out.contains("x_seconds_count 4\n"), "{out}");
+    }
+
+    #[test]
+    fn boost_groups_are_counted_not_listed() {
+        let group = |name: &str, kind: &str, cpus: &str| serde_json::json!({"name": name, "kind": kind, "cpus": cpus, "shares": 1024, "members": 1});
+        let status: Status = serde_json::from_value(serde_json::json!({
+            "backend": "b\"x", "interval_ms": 1000, "step": 3, "online": "0-1",
+            "heterogeneous": false,
+            "groups": [group("shared", "shared", "0-1"), group("boost-7", "boost", "1")],
+            "counts": {"light": 2}, "threads": [], "notes": [], "errors": [],
+            "last_step_us": 5
+        }))
+        .unwrap();
+        let text = render(&Counters::default(), &status);
+        assert!(
+            text.contains("corral_group_info{group=\"shared\",kind=\"shared\",cpus=\"0-1\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("corral_group_cpus{group=\"shared\"} 2\n"),
+            "{text}"
+        );
+        assert!(!text.contains("boost-7"), "{text}");
+        assert!(text.contains("corral_boost_groups 1\n"), "{text}");
+        assert!(text.contains("backend=\"b\\\"x\""), "{text}");
+        assert!(
+            text.contains("corral_threads{class=\"light\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("corral_threads{class=\"heavy\"} 0\n"),
+            "{text}"
+        );
     }
 
     #[test]

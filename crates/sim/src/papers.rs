@@ -511,7 +511,8 @@ fn paper002() -> Result<Paper, String> {
             simulated: format!(
                 "corral: worst {w_corral:.1} ms (in the 52-share group to start with)"
             ),
-            test: "corral's worst delay at most 1.5 times the 1024 group's (or 5 ms)".into(),
+            test: "corral's worst delay at most 1.5 times the larger of the 1024 group's and 5 ms"
+                .into(),
             holds: w_corral <= w_high.max(5.0) * 1.5,
         },
     ];

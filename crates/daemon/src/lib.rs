@@ -15,11 +15,14 @@
 //! - [`api`]: the versioned JSON-lines protocol of the socket.
 //! - [`server`]: the Unix-socket listener and client, and [`server::run`],
 //!   the loop that interleaves steps with requests until told to stop.
+//! - [`schedule`]: when that loop (and the simulator's) takes each step,
+//!   quick step and look at the boosted threads.
 
 pub mod api;
 pub mod bus;
 pub mod http;
 pub mod metrics;
+pub mod schedule;
 pub mod server;
 
 use api::{BoostRecord, BoostReply, Explain, GroupStatus, Status, ThreadStatus};

@@ -12,6 +12,7 @@
 //! reach the loop through a [`MsgSender`], which wakes it with an eventfd.
 
 use crate::api::{parse_request, Command, Request, Response, PROTOCOL_VERSION};
+use crate::schedule::{Due, Schedule};
 use crate::{Caller, Daemon, StepReport};
 use corral_core::host::Host;
 use rustix::event::epoll;
@@ -495,9 +496,6 @@ pub fn answer<H: Host>(daemon: &mut Daemon<H>, cmd: Command, caller: Caller) -> 
     }
 }
 
-/// How often boosted threads are looked at.
-const BOOST_POLL: Duration = Duration::from_millis(1);
-
 /// Why the loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
@@ -508,8 +506,10 @@ pub enum Ended {
 }
 
 /// Runs steps every `interval` until a stop message, answering requests in
-/// between; `on_step` sees each step's report. Restoring the host is the
-/// caller's choice ([`Daemon::shutdown`]).
+/// between; `on_step` sees each step's report. When each step, quick step
+/// and boost look happens is [`Schedule`]'s, which the simulator's loop
+/// follows too. Restoring the host is the caller's choice
+/// ([`Daemon::shutdown`]).
 pub fn run<H: Host>(
     daemon: &mut Daemon<H>,
     inbox: &mut Inbox,
@@ -517,70 +517,63 @@ pub fn run<H: Host>(
     once: bool,
     mut on_step: impl FnMut(&StepReport, &Daemon<H>),
 ) -> Result<Ended, H::Error> {
+    // The schedule runs on the monotonic clock, from the loop's start.
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_nanos() as u64;
+    let mut schedule = Schedule::new(interval.as_nanos() as u64, daemon.fast_interval_ns(), 0);
     loop {
-        let started = Instant::now();
-        let report = daemon.step()?.clone();
-        on_step(&report, daemon);
-        if once {
-            return Ok(Ended::Once);
-        }
-        let deadline = started + interval;
-        // Quick steps between full ones (new threads, exits), see
-        // `Daemon::quick_step`.
-        let fast = daemon.fast_interval_ns().map(Duration::from_nanos);
-        let mut next_quick = fast.map(|f| started + f);
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
+        let at = now();
+        match schedule.due(at) {
+            Due::Step => {
+                let report = daemon.step()?.clone();
+                schedule.stepped(at);
+                on_step(&report, daemon);
+                if once {
+                    return Ok(Ended::Once);
+                }
+                continue;
             }
-            if let Some(at) = next_quick.filter(|&at| now >= at) {
+            // New threads and exits between full steps.
+            Due::Quick => {
                 if let Some(report) = daemon.quick_step()? {
                     on_step(&report, daemon);
                 }
-                let f = fast.expect("quick steps only with a fast interval");
-                next_quick = Some((at + f).max(Instant::now()));
+                schedule.quick_stepped(now());
                 continue;
             }
-            // While boosts are in force, look at the boosted threads every
-            // millisecond: a boost ends as soon as its thread blocks.
-            let until = next_quick.map_or(deadline, |q| q.min(deadline));
-            let wait = if daemon.has_boosts() {
-                (until - now).min(BOOST_POLL)
-            } else {
-                until - now
-            };
-            let events = match inbox.wait(wait) {
-                Ok(e) => e,
-                // Not expected; the caller restores the host and reports it.
-                Err(e) => return Ok(Ended::Stopped(format!("the event loop failed: {e}"))),
-            };
-            if daemon.has_boosts() {
-                daemon.check_boosts();
-            }
-            for event in events {
-                match event {
-                    Event::Msg(Msg::Stop(why)) => return Ok(Ended::Stopped(why)),
-                    Event::Msg(Msg::Request(cmd, caller, reply)) => {
-                        let _ = reply.send(answer(daemon, cmd, caller));
-                        daemon.settle();
-                    }
-                    Event::Line(token, line) => {
-                        let Some(caller) = inbox.clients.get(&token).map(|c| c.caller) else {
-                            continue;
-                        };
-                        let response = match parse_request(&line) {
-                            Err(e) => Response::error(e),
-                            Ok(cmd) => answer(daemon, cmd, caller),
-                        };
-                        // The reply goes out first; a boost's eviction follows.
-                        inbox.reply(token, &response);
-                        daemon.settle();
-                    }
-                    Event::Writable(token) => inbox.flush(token),
-                }
-            }
-            inbox.reap();
+            Due::Wait => {}
         }
+        let wake = schedule.wake_at(at, daemon.has_boosts());
+        let events = match inbox.wait(Duration::from_nanos(wake.saturating_sub(at))) {
+            Ok(e) => e,
+            // Not expected; the caller restores the host and reports it.
+            Err(e) => return Ok(Ended::Stopped(format!("the event loop failed: {e}"))),
+        };
+        if daemon.has_boosts() {
+            daemon.check_boosts();
+        }
+        for event in events {
+            match event {
+                Event::Msg(Msg::Stop(why)) => return Ok(Ended::Stopped(why)),
+                Event::Msg(Msg::Request(cmd, caller, reply)) => {
+                    let _ = reply.send(answer(daemon, cmd, caller));
+                    daemon.settle();
+                }
+                Event::Line(token, line) => {
+                    let Some(caller) = inbox.clients.get(&token).map(|c| c.caller) else {
+                        continue;
+                    };
+                    let response = match parse_request(&line) {
+                        Err(e) => Response::error(e),
+                        Ok(cmd) => answer(daemon, cmd, caller),
+                    };
+                    // The reply goes out first; a boost's eviction follows.
+                    inbox.reply(token, &response);
+                    daemon.settle();
+                }
+                Event::Writable(token) => inbox.flush(token),
+            }
+        }
+        inbox.reap();
     }
 }

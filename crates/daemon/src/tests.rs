@@ -605,3 +605,43 @@ fn a_thread_a_full_pass_finds_born_in_the_latency_group_leaves_it_at_that_step()
         Some(GroupKind::Shared)
     );
 }
+
+/// The live loop takes its full steps when [`schedule::Schedule`] says:
+/// at its start and every interval after (the simulator's loop follows the
+/// same schedule, on its clock: `corral-sim`'s test
+/// `the_simulated_loop_steps_on_the_live_schedule`). Real time: each step
+/// within 20 ms after its instant.
+#[test]
+fn the_live_loop_steps_on_the_schedule() {
+    use std::time::{Duration, Instant};
+    let (tx, mut inbox) = server::channel().unwrap();
+    let mut d = daemon("0-1", vec![(1, 0.10, 100)]);
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(230));
+        tx.send(server::Msg::Stop("test".into())).unwrap();
+    });
+    let t0 = Instant::now();
+    let mut steps: Vec<(u64, Duration)> = Vec::new();
+    server::run(
+        &mut d,
+        &mut inbox,
+        Duration::from_millis(50),
+        false,
+        |r, _| {
+            // Quick steps report under the full step's number.
+            if steps.last().is_none_or(|&(s, _)| s != r.step) {
+                steps.push((r.step, t0.elapsed()));
+            }
+        },
+    )
+    .unwrap();
+    stopper.join().unwrap();
+    assert!(steps.len() >= 4, "{steps:?}");
+    for (i, &(_, at)) in steps.iter().enumerate() {
+        let due = Duration::from_millis(50 * i as u64);
+        assert!(
+            at >= due && at < due + Duration::from_millis(20),
+            "step {i} at {at:?}, due at {due:?}: {steps:?}"
+        );
+    }
+}

@@ -1,10 +1,12 @@
 //! corral's daemon managing a simulated machine, in simulated time.
 //!
 //! [`run`] is `corral_daemon::server::run` with the simulator's clock in
-//! place of the wall clock and a script in place of the socket: a step at
-//! 0 and every `daemon.interval_ms`, quick steps (`Daemon::quick_step`) every
-//! `daemon.fast_interval_ms` between them; while a boost is in force, the boosted
-//! threads are looked at every millisecond; scripted boosts (standing in
+//! place of the wall clock and a script in place of the socket. Both take
+//! their steps, quick steps and boost looks from the same
+//! `corral_daemon::schedule::Schedule`: a step at the start and every
+//! `daemon.interval_ms`, quick steps every `daemon.fast_interval_ms`
+//! between them, a look at the boosted threads every millisecond while a
+//! boost is in force. Scripted boosts (standing in
 //! for the framework's input dispatcher) reach `Daemon::boost` at their
 //! time, and the owed eviction (`Daemon::settle`) follows at once, as
 //! after a reply. The policy itself is the daemon's: nothing here decides.
@@ -18,6 +20,7 @@ use crate::host::SimHost;
 use crate::kernel::SchedClass;
 use corral_core::config::Config;
 use corral_core::host::Host;
+use corral_daemon::schedule::{Due, Schedule};
 use corral_daemon::{Caller, Daemon, StepReport};
 use std::collections::BTreeMap;
 
@@ -99,33 +102,33 @@ pub fn run<K: SchedClass>(
         }
     }
     let mut woken: Option<usize> = None;
-    let mut next_step: Ns = 0;
-    // Quick steps between full ones, as `server::run` makes them.
-    let fast = daemon.fast_interval_ns();
-    let mut next_quick: Ns = fast.unwrap_or(Ns::MAX);
-    const POLL: Ns = 1_000_000;
+    // The live daemon's schedule (`server::run`), on the simulated clock.
+    let mut schedule = Schedule::new(interval, daemon.fast_interval_ns(), daemon.host().now_ns());
     let root = Caller { uid: 0, pid: 0 };
     loop {
         let now = daemon.host().now_ns();
-        if now >= next_step {
-            let r = daemon.step().map_err(|e| e.to_string())?;
-            report.steps += 1;
-            report.changes += r.changes.len();
-            report
-                .errors
-                .extend(r.errors.iter().map(|e| (now, e.clone())));
-            next_step += interval;
-            next_quick = fast.map_or(Ns::MAX, |f| now + f);
-            observe(daemon.host());
-        } else if now >= next_quick {
-            if let Some(r) = daemon.quick_step().map_err(|e| e.to_string())? {
+        match schedule.due(now) {
+            Due::Step => {
+                let r = daemon.step().map_err(|e| e.to_string())?;
+                report.steps += 1;
                 report.changes += r.changes.len();
                 report
                     .errors
                     .extend(r.errors.iter().map(|e| (now, e.clone())));
+                schedule.stepped(now);
                 observe(daemon.host());
             }
-            next_quick = fast.map_or(Ns::MAX, |f| now + f);
+            Due::Quick => {
+                if let Some(r) = daemon.quick_step().map_err(|e| e.to_string())? {
+                    report.changes += r.changes.len();
+                    report
+                        .errors
+                        .extend(r.errors.iter().map(|e| (now, e.clone())));
+                    observe(daemon.host());
+                }
+                schedule.quick_stepped(now);
+            }
+            Due::Wait => {}
         }
         // Boosts due now: by the clock, or because their task just woke.
         for (i, b) in boosts.iter().enumerate() {
@@ -153,12 +156,9 @@ pub fn run<K: SchedClass>(
         if now >= end {
             break;
         }
-        let mut next = next_step.min(end).min(next_quick);
+        let mut next = schedule.wake_at(now, daemon.has_boosts()).min(end);
         if let Some(b) = next_boost.iter().flatten().min() {
             next = next.min(*b);
-        }
-        if daemon.has_boosts() {
-            next = next.min(now + POLL);
         }
         let m = daemon.host_mut().machine_mut();
         woken = if m.advance_to(next.max(now + 1)) {

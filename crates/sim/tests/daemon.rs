@@ -393,3 +393,44 @@ fn scripted_boosts_raise_the_handler_until_it_blocks() {
     assert!(p > 100e6, "plain {p}");
     assert!(b < 55e6, "boosted {b}");
 }
+
+/// The simulated loop takes its full steps at the instants the live
+/// loop's `Schedule` gives (the live side: `corral-daemon`'s test
+/// `the_live_loop_steps_on_the_schedule`): a step at 0 and every interval,
+/// on the simulated clock exactly.
+#[test]
+fn the_simulated_loop_steps_on_the_live_schedule() {
+    use corral_daemon::schedule::{Due, Schedule};
+    // Two hogs only: no thread is born after the start, so quick steps
+    // change nothing and `observe` sees the full steps alone.
+    let json = r#"{"tasks": {"hog": {"run": 100000}, "hog2": {"run": 100000}}}"#;
+    let mut config = Config::default();
+    config.daemon.interval_ms = 100;
+    let end = 1_000_000_000;
+    let mut seen = Vec::new();
+    let (_, report) = policy::run(
+        SimHost::new(machine(json, 2)),
+        config.clone(),
+        &[],
+        end,
+        &mut |h| seen.push(h.now_ns()),
+    )
+    .unwrap();
+    // The schedule alone, stepped the way both loops step it.
+    let mut s = Schedule::new(100_000_000, Some(40_000_000), 0);
+    let mut want = Vec::new();
+    let mut now = 0;
+    while now <= end {
+        match s.due(now) {
+            Due::Step => {
+                want.push(now);
+                s.stepped(now);
+            }
+            Due::Quick => s.quick_stepped(now),
+            Due::Wait => now = s.wake_at(now, false),
+        }
+    }
+    assert_eq!(report.steps as usize, want.len());
+    assert_eq!(seen, want);
+    assert_eq!(want.len(), 11, "0, 100, ..., 1000 ms: {want:?}");
+}

@@ -1,6 +1,25 @@
 //! The command line.
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use corral_core::config::CgroupChoice;
+
+/// `--cgroup`: the configuration's own names, parsed by its `FromStr`.
+fn cgroup_choice() -> impl TypedValueParser<Value = CgroupChoice> {
+    PossibleValuesParser::new(CgroupChoice::NAMES).map(|s| {
+        s.parse::<CgroupChoice>()
+            .expect("one of the possible values")
+    })
+}
+
+/// Who manages the simulated machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimPolicy {
+    /// The kernel alone.
+    None,
+    /// corral's daemon, its own control loop in simulated time.
+    Corral,
+}
 use std::path::PathBuf;
 
 /// corral — a CPU resource manager for multicore and heterogeneous Linux
@@ -206,10 +225,9 @@ pub struct SimArgs {
     /// Measure the simulator's speed instead of running a workload.
     #[arg(long)]
     pub bench: bool,
-    /// Who manages the simulated machine: none (the kernel alone) or corral
-    /// (the daemon's own control loop, in simulated time) [default: none].
-    #[arg(long, value_name = "POLICY", value_parser = ["none", "corral"])]
-    pub policy: Option<String>,
+    /// Who manages the simulated machine [default: none].
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<SimPolicy>,
     /// corral's configuration for --policy corral (default: the built-in one).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -241,8 +259,8 @@ pub struct RunArgs {
     /// cgroup interface: v1, v2, threads (no cgroup: each thread's own
     /// affinity, nice and slice; the default on a systemd host) or auto,
     /// overriding the configuration.
-    #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "threads", "auto"])]
-    pub cgroup: Option<String>,
+    #[arg(long, value_name = "VERSION", value_parser = cgroup_choice())]
+    pub cgroup: Option<CgroupChoice>,
     /// The socket for status, explain and boost (`none` for no socket),
     /// overriding the configuration's `daemon.socket` [default:
     /// /run/corral.sock; a user's dry run: $XDG_RUNTIME_DIR/corral.sock].
@@ -275,8 +293,8 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
     /// cgroup interface: v1, v2, threads or auto (the record's own layout).
-    #[arg(long, value_name = "VERSION", value_parser = ["v1", "v2", "threads", "auto"], default_value = "auto")]
-    pub cgroup: String,
+    #[arg(long, value_name = "VERSION", value_parser = cgroup_choice(), default_value = "auto")]
+    pub cgroup: CgroupChoice,
     /// Where the daemon keeps its record (as `corral run --state-dir`).
     #[arg(long, value_name = "DIR", default_value = "/run/corral")]
     pub state_dir: PathBuf,
@@ -565,7 +583,7 @@ pub struct RealArgs {
     #[arg(long)]
     pub bounds: bool,
     /// The daemon's --interval (default: its configured one).
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(corral_core::config::INTERVAL_MS))]
     pub interval: Option<u64>,
     /// The daemon's configuration file (default: the built-in one), to try a
     /// policy change on the real workload.
@@ -603,7 +621,7 @@ pub struct SoakArgs {
     #[arg(long, value_name = "M", default_value_t = 10.0)]
     pub minutes: f64,
     /// The daemon's --interval (default: its configured one).
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(corral_core::config::INTERVAL_MS))]
     pub interval: Option<u64>,
     /// Add a clone storm of at most N live clones (stress-ng --clone 1
     /// --clone-max N) in 20 s rounds; 0: none. Each round is a new

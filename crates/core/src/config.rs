@@ -25,6 +25,29 @@ pub enum CgroupChoice {
     Threads,
 }
 
+impl CgroupChoice {
+    /// The names the configuration and `--cgroup` take.
+    pub const NAMES: [&'static str; 4] = ["v1", "v2", "threads", "auto"];
+}
+
+impl std::str::FromStr for CgroupChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<CgroupChoice, String> {
+        match s {
+            "v1" => Ok(CgroupChoice::V1),
+            "v2" => Ok(CgroupChoice::V2),
+            "threads" => Ok(CgroupChoice::Threads),
+            "auto" => Ok(CgroupChoice::Auto),
+            _ => Err(format!("must be v1, v2, threads or auto, not {s:?}")),
+        }
+    }
+}
+
+/// The daemon's interval, ms: what `daemon.interval_ms` and every
+/// `--interval` accept (10 ms to an hour).
+pub const INTERVAL_MS: std::ops::RangeInclusive<u64> = 10..=3_600_000;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DaemonConfig {
@@ -378,11 +401,13 @@ impl Config {
                 ),
             ));
         }
-        if !(10..=3_600_000).contains(&self.daemon.interval_ms) {
+        if !INTERVAL_MS.contains(&self.daemon.interval_ms) {
             errors.push((
                 "daemon.interval_ms".into(),
                 format!(
-                    "must be between 10 and 3600000, not {}",
+                    "must be between {} and {}, not {}",
+                    INTERVAL_MS.start(),
+                    INTERVAL_MS.end(),
                     self.daemon.interval_ms
                 ),
             ));

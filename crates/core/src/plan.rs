@@ -658,6 +658,26 @@ pub enum Change {
     RemoveGroup { name: String },
 }
 
+/// A change in words, as the log and a dry run print it.
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::SetGroup(g) => {
+                write!(
+                    f,
+                    "set group {} cpus {} shares {}",
+                    g.name, g.cpus, g.shares
+                )
+            }
+            Change::Move { tid, pid, group } => {
+                write!(f, "move thread {tid} (process {pid}) to {group}")
+            }
+            Change::Release { tid } => write!(f, "put thread {tid} back"),
+            Change::RemoveGroup { name } => write!(f, "remove group {name}"),
+        }
+    }
+}
+
 /// The changes that turn `applied` into `next`, in an order that is
 /// always valid: groups are created or updated first (so a thread never
 /// enters a group that does not exist), then threads move, then threads

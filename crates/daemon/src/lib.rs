@@ -955,7 +955,7 @@ impl<H: Host> Daemon<H> {
                 }
                 Err(e) => {
                     self.counters.errors += 1;
-                    report.errors.push(format!("{}: {e}", describe(change)));
+                    report.errors.push(format!("{change}: {e}"));
                     match change {
                         Change::SetGroup(g) => {
                             failed_groups.insert(g.name.clone());
@@ -1427,18 +1427,6 @@ impl<H: Host> Daemon<H> {
             share_levels: levels,
             share_cpus: cpus,
         })
-    }
-}
-
-fn describe(change: &Change) -> String {
-    match change {
-        Change::SetGroup(g) => format!(
-            "set group {} (cpus {}, shares {})",
-            g.name, g.cpus, g.shares
-        ),
-        Change::Move { tid, group, .. } => format!("move thread {tid} to {group}"),
-        Change::Release { tid } => format!("release thread {tid}"),
-        Change::RemoveGroup { name } => format!("remove group {name}"),
     }
 }
 

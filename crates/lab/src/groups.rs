@@ -276,5 +276,5 @@ pub fn lab_config() -> corral_core::config::Config {
 /// CPU time of a thread or process so far, from schedstat, ns.
 pub fn run_ns(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
-    text.split_whitespace().next()?.parse().ok()
+    corral_linux::sampler::parse_schedstat(text.as_bytes()).map(|(run, _, _)| run)
 }

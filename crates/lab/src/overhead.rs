@@ -42,7 +42,9 @@ fn cpu_ns(pid: u32) -> Option<u64> {
     Some(
         dir.flatten()
             .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
-            .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+            .filter_map(|t| {
+                corral_linux::sampler::parse_schedstat(t.as_bytes()).map(|(run, _, _)| run)
+            })
             .sum(),
     )
 }

@@ -75,8 +75,7 @@ pub struct Report {
 
 fn schedstat(pid: u32) -> Option<(u64, u64)> {
     let t = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
-    let mut f = t.split_whitespace().map(|v| v.parse::<u64>().ok());
-    Some((f.next()??, f.next()??))
+    corral_linux::sampler::parse_schedstat(t.as_bytes()).map(|(run, wait, _)| (run, wait))
 }
 
 /// Whether the thread is runnable or running (state R).

@@ -1074,8 +1074,7 @@ impl Counters {
 /// Reads `/proc/PID/task/TID/{schedstat,sched}` (`dir` is the task's).
 fn read_counters(dir: &Path) -> Option<Counters> {
     let text = std::fs::read_to_string(dir.join("schedstat")).ok()?;
-    let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
-    let (run, wait, slices) = (f.next()??, f.next()??, f.next()??);
+    let (run, wait, slices) = corral_linux::sampler::parse_schedstat(text.as_bytes())?;
     let sched = std::fs::read_to_string(dir.join("sched")).ok()?;
     let field = |name: &str| -> Option<u64> {
         sched.lines().find_map(|l| {

@@ -154,8 +154,8 @@ fn cgroup_of(pid: u32) -> String {
 /// A thread's CPU time so far, ns (`schedstat`).
 fn run_ns(pid: u32) -> u64 {
     read(&format!("/proc/{pid}/schedstat"))
-        .and_then(|t| t.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+        .and_then(|t| corral_linux::sampler::parse_schedstat(t.as_bytes()))
+        .map_or(0, |(run, _, _)| run)
 }
 
 fn groups_of(s: &Status, kind: GroupKind) -> Vec<&corral_daemon::api::GroupStatus> {

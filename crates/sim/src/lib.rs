@@ -43,3 +43,4 @@ pub mod rt;
 pub mod rtapp;
 pub mod runq;
 pub mod runqueue_chart;
+pub mod svg;

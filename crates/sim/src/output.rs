@@ -6,6 +6,7 @@
 use crate::engine::Ns;
 use crate::kernel::SchedClass;
 use crate::machine::Machine;
+use crate::svg::{colour, esc};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -61,18 +62,6 @@ pub fn perfetto<K: SchedClass>(m: &Machine<K>) -> String {
     }
     out.push_str("\n]}\n");
     out
-}
-
-/// A colour per task: golden-angle hues.
-fn colour(t: usize) -> String {
-    format!("hsl({:.0},60%,55%)", (t as f64 * 137.508) % 360.0)
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// A step of about a tenth of `span` that reads well (1, 2 or 5 × 10^k ns).
@@ -136,7 +125,7 @@ pub fn svg<K: SchedClass>(m: &Machine<K>, from: Ns, to: Ns) -> String {
             "<rect x=\"{x0:.2}\" y=\"{y:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{}\"><title>{} on CPU {}: {} to {}</title></rect>",
             (x1 - x0).max(0.3),
             row - 4.0,
-            colour(s.task),
+            colour(s.task, 60, 55),
             esc(&names[s.task]),
             s.cpu,
             fmt_time(s.start),
@@ -184,7 +173,7 @@ pub fn svg<K: SchedClass>(m: &Machine<K>, from: Ns, to: Ns) -> String {
             o,
             "<rect x=\"{lx:.0}\" y=\"{:.0}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{:.0}\" y=\"{ly:.0}\">{}</text>",
             ly - 10.0,
-            colour(i),
+            colour(i, 60, 55),
             lx + 16.0,
             esc(name)
         );

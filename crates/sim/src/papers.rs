@@ -17,6 +17,7 @@ use crate::machine::Machine;
 use crate::platform::{self, PlatformSpec};
 use crate::policy;
 use crate::rtapp::{self, Event, Workload};
+use crate::svg::esc;
 use corral_core::config::Config;
 use std::fmt::Write as _;
 
@@ -940,12 +941,6 @@ fn fmt_value(v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// One HTML page: per paper its set-up, table, claims and chart.

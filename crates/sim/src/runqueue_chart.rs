@@ -12,6 +12,7 @@
 //! `ln y = ln y_a₀ + t·(ln y_a₁ − ln y_a₀)`. A line that meets another
 //! exactly at a measured x (d₁ = 0) crosses there.
 
+use crate::svg::{colour, esc};
 use std::fmt::Write as _;
 
 /// One line: a name and its (x, y) points, x increasing, all > 0.
@@ -75,18 +76,6 @@ pub fn crossings(series: &[Series]) -> Vec<Crossing> {
     }
     out.sort_by(|p, q| p.x.total_cmp(&q.x));
     out
-}
-
-/// A colour per line: golden-angle hues, as the Gantt chart's.
-fn colour(i: usize) -> String {
-    format!("hsl({:.0},65%,42%)", (i as f64 * 137.508) % 360.0)
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// A number as a short label: 1, 10, 100, 1k, 10k; 0.1; 1e6.
@@ -223,7 +212,7 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, y_unit: &str, panels: &[Pa
             let _ = writeln!(
                 o,
                 "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"{}\"><title>{}</title></polyline>",
-                colour(i),
+                colour(i, 65, 42),
                 pts.join(" "),
                 esc(&s.name)
             );
@@ -233,7 +222,7 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, y_unit: &str, panels: &[Pa
                     "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{}: {} tasks, {:.1} {}</title></circle>",
                     px(x),
                     py(y),
-                    colour(i),
+                    colour(i, 65, 42),
                     esc(&s.name),
                     x,
                     y,
@@ -247,7 +236,7 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, y_unit: &str, panels: &[Pa
                 left + pw + 12.0,
                 left + pw + 32.0,
                 ly,
-                colour(i),
+                colour(i, 65, 42),
                 left + pw + 36.0,
                 ly + 4.0,
                 esc(&s.name)

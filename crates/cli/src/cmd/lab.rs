@@ -82,10 +82,7 @@ fn lab_setup(
         Some(f) => super::load_config(f)?,
         None => corral_core::config::Config::default(),
     };
-    anyhow::ensure!(
-        (10..=3_600_000).contains(&d.interval),
-        "--interval must be between 10 and 3600000 ms"
-    );
+    super::check_interval(d.interval)?;
     config.daemon.interval_ms = d.interval;
     let mounts = CgroupMounts::discover(paths)?;
     let layout = Layout::choose(&mounts, config.daemon.cgroup).map_err(anyhow::Error::msg)?;

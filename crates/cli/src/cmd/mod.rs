@@ -94,3 +94,15 @@ pub fn load_config(file: &std::path::Path) -> anyhow::Result<corral_core::config
         .into()
     })
 }
+
+/// `--interval MS` of `run` and `lab`: the range the configuration takes.
+fn check_interval(ms: u64) -> anyhow::Result<()> {
+    let range = corral_core::config::INTERVAL_MS;
+    anyhow::ensure!(
+        range.contains(&ms),
+        "--interval must be between {} and {} ms, not {ms}",
+        range.start(),
+        range.end()
+    );
+    Ok(())
+}

@@ -37,14 +37,11 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         None => corral_core::config::Config::default(),
     };
     if let Some(ms) = args.interval {
-        anyhow::ensure!(
-            (10..=3_600_000).contains(&ms),
-            "--interval must be between 10 and 3600000 ms, not {ms}"
-        );
+        super::check_interval(ms)?;
         config.daemon.interval_ms = ms;
     }
     if let Some(v) = &args.cgroup {
-        config.daemon.cgroup = cgroup_choice(v)?;
+        config.daemon.cgroup = *v;
     }
     if let Some(s) = &args.socket {
         config.daemon.socket = s.to_string_lossy().into_owned();
@@ -466,17 +463,6 @@ fn undo_other_layout(
     Ok(Some(found))
 }
 
-/// `--cgroup`'s value.
-fn cgroup_choice(v: &str) -> anyhow::Result<CgroupChoice> {
-    Ok(match v {
-        "v1" => CgroupChoice::V1,
-        "v2" => CgroupChoice::V2,
-        "threads" => CgroupChoice::Threads,
-        "auto" => CgroupChoice::Auto,
-        _ => bail!("--cgroup must be auto, v1, v2 or threads, not {v:?}"),
-    })
-}
-
 fn refuse(why: &str, dry_run: bool) -> Option<ExitCode> {
     if dry_run {
         log::warning(&format!("{why} (dry run: nothing is written)"));
@@ -525,7 +511,7 @@ fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
             );
         }
         for c in &report.changes {
-            println!("  would {}", describe(c));
+            println!("  would {c}");
         }
         for n in &report.notes {
             println!("  note: {n}");
@@ -540,17 +526,8 @@ fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
                     .unwrap_or_default(),
                 _ => String::new(),
             };
-            log::debug(&format!("{}{why}", describe(c)));
+            log::debug(&format!("{c}{why}"));
         }
-    }
-}
-
-fn describe(c: &Change) -> String {
-    match c {
-        Change::SetGroup(g) => format!("set group {} cpus {} shares {}", g.name, g.cpus, g.shares),
-        Change::Move { tid, pid, group } => format!("move thread {tid} (process {pid}) to {group}"),
-        Change::Release { tid } => format!("put thread {tid} back"),
-        Change::RemoveGroup { name } => format!("remove group {name}"),
     }
 }
 
@@ -600,7 +577,7 @@ pub fn restore(paths: &HostPaths, args: &RestoreArgs) -> anyhow::Result<ExitCode
             args.group_name
         );
     }
-    let mut choice = cgroup_choice(&args.cgroup)?;
+    let mut choice = args.cgroup;
     let file = corral_linux::state::path_for(&args.state_dir, &args.group_name);
     // A record names the layout its daemon used: the per-thread one has
     // no groups to find.

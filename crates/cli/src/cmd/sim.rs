@@ -133,7 +133,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let ntasks: u64 = work.tasks.iter().map(|t| t.instances as u64).sum();
     let recording = args.trace.is_some() || args.svg.is_some() || args.log_dir.is_some();
     let end = (secs * 1e9) as u64;
-    let corral = args.policy.as_deref() == Some("corral");
+    let corral = args.policy == Some(crate::args::SimPolicy::Corral);
     anyhow::ensure!(
         corral || args.config.is_none(),
         "--config is corral's configuration, read only with --policy corral"

@@ -34,31 +34,11 @@
 //! Ordered rules in the configuration (comm, exe, cgroup globs; uid) force
 //! a class or exclude a thread; the first match wins.
 
+pub use crate::class::Class;
 use crate::config::{ClassifyConfig, Rule};
 use crate::sample::{ThreadSample, ThreadStats};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
-
-/// A thread's class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Class {
-    Light,
-    Medium,
-    Heavy,
-    LatencyCritical,
-}
-
-impl Class {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::Light => "light",
-            Class::Medium => "medium",
-            Class::Heavy => "heavy",
-            Class::LatencyCritical => "latency-critical",
-        }
-    }
-}
 
 /// Why a thread is not managed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

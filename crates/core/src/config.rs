@@ -7,7 +7,7 @@
 //! embedded in the binary ([`DEFAULT_TOML`]); a test pins that
 //! [`Config::default`] equals it.
 
-use crate::classify::Class;
+use crate::class::Class;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -30,6 +30,7 @@
 //! assert_eq!(r.counted, CpuSet::first_n(4));
 //! ```
 
+pub mod class;
 pub mod classify;
 pub mod config;
 pub mod cpucount;

@@ -1,4 +1,4 @@
-//! corral's scheduler simulator (issue 5, under construction).
+//! corral's scheduler simulator.
 //!
 //! - [`engine`]: deterministic discrete events (integer ns, ties broken by
 //!   scheduling order) and the seeded generator.
@@ -15,8 +15,13 @@
 //!
 //! - [`rt`] and [`classes`]: the RT class (FIFO/RR, priorities, RT
 //!   bandwidth) stacked above a fair class.
+//! - [`host`] and [`policy`]: corral's daemon managing a simulated
+//!   machine; [`papers`]: the five papers' experiments.
+//! - [`output`], [`svg`]: Perfetto traces, Gantt charts, rt-app logs.
+//! - [`linux24`], [`mlq`], [`o1`], [`bfs`]: the older run-queue models.
 //!
-//! Still to come: CFS bandwidth, traces.
+//! CFS bandwidth, hot-plug and the RT class are modelled; ARCHITECTURE.md
+//! lists every module.
 //!
 //! **Architecture invariant:** the simulator never reads the wall clock;
 //! simulated time is integer nanoseconds.

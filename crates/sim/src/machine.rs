@@ -7,8 +7,9 @@
 //! `w` µs takes `w · 1024 / capacity` µs of wall time on a CPU (rt-app's
 //! `run` scales with capacity; `runtime` does not).
 //!
-//! Not yet modelled (issue 5 continues): the RT class, CFS bandwidth,
-//! periodic load balancing, hot-plug, EEVDF.
+//! The kernel model decides: the fair class (CFS or EEVDF, groups, CFS
+//! bandwidth, balancing; [`crate::fair`]) under the RT class
+//! ([`crate::classes`]). Hot-plug and NOHZ idle are the machine's.
 
 use crate::engine::{FastMap, Ns, Queue};
 use crate::hist::{Histogram, SignedHistogram};

@@ -303,16 +303,24 @@ pub struct RestoreArgs {
     pub group_name: String,
 }
 
+/// The running daemon's socket, for its clients (`status`, `explain`,
+/// `boost`, `unboost`, `metrics`, `top`).
 #[derive(Debug, Args)]
-pub struct TopArgs {
+pub struct Socket {
     /// The daemon's socket.
     #[arg(
-        long,
+        long = "socket",
         value_name = "PATH",
         env = "CORRAL_SOCKET",
         default_value = "/run/corral.sock"
     )]
-    pub socket: PathBuf,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    #[command(flatten)]
+    pub socket: Socket,
     /// How often the view asks the daemon, ms.
     #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub refresh_ms: u64,
@@ -323,26 +331,14 @@ pub struct TopArgs {
 
 #[derive(Debug, Args)]
 pub struct MetricsArgs {
-    /// The daemon's socket.
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "CORRAL_SOCKET",
-        default_value = "/run/corral.sock"
-    )]
-    pub socket: PathBuf,
+    #[command(flatten)]
+    pub socket: Socket,
 }
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// The daemon's socket.
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "CORRAL_SOCKET",
-        default_value = "/run/corral.sock"
-    )]
-    pub socket: PathBuf,
+    #[command(flatten)]
+    pub socket: Socket,
     /// Print JSON for programs.
     #[arg(long)]
     pub json: bool,
@@ -352,14 +348,8 @@ pub struct StatusArgs {
 pub struct ExplainArgs {
     /// The thread id.
     pub tid: u32,
-    /// The daemon's socket.
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "CORRAL_SOCKET",
-        default_value = "/run/corral.sock"
-    )]
-    pub socket: PathBuf,
+    #[command(flatten)]
+    pub socket: Socket,
     /// Print JSON for programs.
     #[arg(long)]
     pub json: bool,
@@ -372,28 +362,16 @@ pub struct BoostArgs {
     /// The cap, ms (default: the daemon's `[boost] default_max_ms`).
     #[arg(long, value_name = "MS")]
     pub max_ms: Option<u64>,
-    /// The daemon's socket.
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "CORRAL_SOCKET",
-        default_value = "/run/corral.sock"
-    )]
-    pub socket: PathBuf,
+    #[command(flatten)]
+    pub socket: Socket,
 }
 
 #[derive(Debug, Args)]
 pub struct UnboostArgs {
     /// The thread id.
     pub tid: u32,
-    /// The daemon's socket.
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "CORRAL_SOCKET",
-        default_value = "/run/corral.sock"
-    )]
-    pub socket: PathBuf,
+    #[command(flatten)]
+    pub socket: Socket,
 }
 
 #[derive(Debug, Subcommand)]

@@ -27,7 +27,7 @@ fn ask(socket: &Path, cmd: Command) -> anyhow::Result<serde_json::Value> {
 }
 
 pub fn metrics(args: &MetricsArgs) -> anyhow::Result<ExitCode> {
-    let value = ask(&args.socket, Command::Metrics)?;
+    let value = ask(&args.socket.path, Command::Metrics)?;
     let text = value
         .as_str()
         .context("unexpected metrics from the daemon (not text)")?;
@@ -35,14 +35,9 @@ pub fn metrics(args: &MetricsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
-    let value = ask(&args.socket, Command::Status)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&value)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let s: Status = serde_json::from_value(value).context("unexpected status from the daemon")?;
-    println!(
+/// The daemon in a line: backend, step, interval, CPUs (`status`, `top`).
+pub(crate) fn headline(s: &Status) -> String {
+    format!(
         "{} — step {}, every {} ms, CPUs online {}{}",
         s.backend,
         s.step,
@@ -53,12 +48,27 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         } else {
             ""
         }
-    );
-    println!(
+    )
+}
+
+/// Which configuration and scope are in force (`status`, `top`).
+pub(crate) fn origin(s: &Status) -> String {
+    format!(
         "config: {}; managing {}",
         s.config.as_deref().unwrap_or("the built-in defaults"),
         if s.scope.is_empty() { "-" } else { &s.scope }
-    );
+    )
+}
+
+pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let value = ask(&args.socket.path, Command::Status)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s: Status = serde_json::from_value(value).context("unexpected status from the daemon")?;
+    println!("{}", headline(&s));
+    println!("{}", origin(&s));
     let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     println!(
         "threads: {}  (last step {} us)\n",
@@ -108,7 +118,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    let value = ask(&args.socket, Command::Explain { tid: args.tid })?;
+    let value = ask(&args.socket.path, Command::Explain { tid: args.tid })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(ExitCode::SUCCESS);
@@ -156,7 +166,7 @@ pub fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
 
 pub fn boost(args: &BoostArgs) -> anyhow::Result<ExitCode> {
     let v = ask(
-        &args.socket,
+        &args.socket.path,
         Command::Boost {
             tid: args.tid,
             max_ms: args.max_ms,
@@ -176,7 +186,7 @@ pub fn boost(args: &BoostArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn unboost(args: &UnboostArgs) -> anyhow::Result<ExitCode> {
-    ask(&args.socket, Command::Unboost { tid: args.tid })?;
+    ask(&args.socket.path, Command::Unboost { tid: args.tid })?;
     println!("thread {} unboosted", args.tid);
     Ok(ExitCode::SUCCESS)
 }

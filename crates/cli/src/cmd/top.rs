@@ -115,23 +115,8 @@ fn draw(f: &mut Frame, view: &mut View) {
 
     let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let header = vec![
-        Line::from(format!(
-            "corral: {} | step {} every {} ms | CPUs online {}{}",
-            s.backend,
-            s.step,
-            s.interval_ms,
-            s.online,
-            if s.heterogeneous {
-                " (heterogeneous)"
-            } else {
-                ""
-            }
-        )),
-        Line::from(format!(
-            "config {} | managing {}",
-            s.config.as_deref().unwrap_or("the built-in defaults"),
-            if s.scope.is_empty() { "-" } else { &s.scope }
-        )),
+        Line::from(super::status::headline(s)),
+        Line::from(super::status::origin(s)),
         Line::from(format!(
             "threads: {} | last step {} us | {} boosted",
             counts.join(", "),
@@ -268,10 +253,10 @@ fn frame_text(view: &mut View, width: u16, height: u16) -> anyhow::Result<String
 
 pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
     let mut view = View {
-        status: fetch(&args.socket),
+        status: fetch(&args.socket.path),
         sort: Sort::Util,
         table: TableState::default(),
-        socket: args.socket.display().to_string(),
+        socket: args.socket.path.display().to_string(),
     };
     if args.once {
         if let Err(e) = &view.status {
@@ -325,7 +310,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<ExitCode> {
                 }
                 continue;
             }
-            view.status = fetch(&args.socket);
+            view.status = fetch(&args.socket.path);
             due = Instant::now() + refresh;
         }
     })();

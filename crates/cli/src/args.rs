@@ -197,8 +197,15 @@ pub struct SimArgs {
     /// The kernel model: eevdf (Linux 6.6+), cfs (Linux 2.6.32), or an
     /// older run queue: linux24 (the goodness scan), mlq:N (paper 004's
     /// multi-level queue, MEASURE N), o1, bfs [default: eevdf].
-    #[arg(long, value_name = "MODEL", value_parser = parse_kernel)]
-    pub kernel: Option<String>,
+    #[arg(long, value_name = "MODEL")]
+    pub kernel: Option<corral_sim::models::Model>,
+    /// EEVDF's sched_feat switches, as /sys/kernel/debug/sched/features
+    /// takes them: NO_NAME turns NAME off, e.g. "NO_RUN_TO_PARITY,NO_PLACE_LAG"
+    /// (PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE,
+    /// RUN_TO_PARITY, PREEMPT_SHORT, DELAY_DEQUEUE, DELAY_ZERO; all on by
+    /// default, as in Linux 6.18).
+    #[arg(long, value_name = "FEATURES")]
+    pub sched_feat: Option<corral_sim::sched::features::Features>,
     /// Simulated seconds (default: the workload's duration, else 10).
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
@@ -850,18 +857,4 @@ pub struct ParallelArgs {
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_kernel(s: &str) -> Result<String, String> {
-    if s == "cfs" || s == "eevdf" {
-        return Ok(s.to_string());
-    }
-    corral_sim::models::old_model(s, 1, 250)
-        .map(|_| s.to_string())
-        .map_err(|_| {
-            format!(
-                "unknown kernel model {s:?} (valid: eevdf, cfs, linux24, mlq:N (MEASURE N \
-                 ticks, e.g. mlq:4), o1, bfs)"
-            )
-        })
 }

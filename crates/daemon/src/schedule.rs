@@ -1,6 +1,6 @@
 //! When the control loop acts. One schedule for the live daemon
 //! ([`crate::server::run`], on the monotonic clock) and the simulated one
-//! (`corral_sim::policy::run`, on the simulator's clock), so that what the
+//! (`corral_sim::corral::policy::run`, on the simulator's clock), so that what the
 //! simulator predicts is what the daemon does, instant for instant:
 //!
 //! - a full step at the start, then every `interval`, timed from the start

@@ -58,14 +58,14 @@ pub fn targets() -> Vec<Target> {
             ]),
             call: |b| {
                 // Only parse: a valid workload would run in the fuzzer.
-                let _ = corral_sim::rtapp::parse(&text(b), "fuzz.json");
+                let _ = corral_sim::input::rtapp::parse(&text(b), "fuzz.json");
             },
         },
         Target {
             name: "JSON reader",
             seeds: s(&[r#"{"a":[1,2.5e3,-4,"x\u00e9\n"],/* c */"b":{"c":null,"d":true}}"#]),
             call: |b| {
-                let _ = corral_sim::json::parse(&text(b));
+                let _ = corral_sim::input::json::parse(&text(b));
             },
         },
         Target {
@@ -75,14 +75,14 @@ pub fn targets() -> Vec<Target> {
                 "capacities = [1024, 1024, 446, 446]\n",
             ]),
             call: |b| {
-                let _ = corral_sim::platform::parse(&text(b), "fuzz.toml");
+                let _ = corral_sim::input::platform::parse(&text(b), "fuzz.toml");
             },
         },
         Target {
             name: "hot-plug spec",
             seeds: s(&["2s:cpu1=off,5s:cpu1=on", "10ms:cpu3=off"]),
             call: |b| {
-                let _ = corral_sim::platform::parse_hotplug(&text(b), 4);
+                let _ = corral_sim::input::platform::parse_hotplug(&text(b), 4);
             },
         },
         Target {

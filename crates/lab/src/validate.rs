@@ -24,7 +24,7 @@
 //!   expiry to the thread reading the clock after `clock_nanosleep`
 //!   returns, one sample per phase iteration that slept on its timer
 //!   (slack ≥ 0; a late thread does not sleep and has no wake-up). The
-//!   simulator writes the same rt-app log columns (`output::rtapp_logs`)
+//!   simulator writes the same rt-app log columns (`trace::rtapp_logs`)
 //!   and both sets of logs go through one parser, so the definition is the
 //!   same by construction. Iterations count when they started after the
 //!   warm-up and ended inside the window.
@@ -64,8 +64,8 @@
 
 use crate::groups::LabGroups;
 use crate::work::percentile;
-use corral_sim::json::{self, Kind, Value};
-use corral_sim::{fair::Flavour, output, platform, rtapp};
+use corral_sim::input::json::{self, Kind, Value};
+use corral_sim::{input::platform, input::rtapp, out::trace, sched::fair::Flavour};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
@@ -1456,8 +1456,8 @@ fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibrat
 // The simulated side.
 
 /// Each simulated thread's counters so far.
-fn counters<K: corral_sim::kernel::SchedClass>(
-    m: &corral_sim::machine::Machine<K>,
+fn counters<K: corral_sim::sched::kernel::SchedClass>(
+    m: &corral_sim::sched::machine::Machine<K>,
 ) -> Vec<Counters> {
     (0..m.ntasks())
         .map(|t| {
@@ -1517,7 +1517,7 @@ fn run_sim(
     // On to the end, as rt-app goes on, so that the iterations under way
     // at the window's end are logged on both sides.
     m.advance_to(Duration::from_secs(o.seconds).as_nanos() as u64);
-    let files = output::rtapp_logs(&m, &dir.join("sim"))
+    let files = trace::rtapp_logs(&m, &dir.join("sim"))
         .map_err(|e| format!("cannot write the simulator's logs: {e}"))?;
     let logs = files
         .iter()

@@ -25,11 +25,14 @@
 //! points, 1 s of measurement each).
 
 use corral_sim::engine::{OrderedSet, Rng};
-use corral_sim::linux24::{OneList, RunQueue24, Task24, Tunables24};
-use corral_sim::mlq::Levels;
-use corral_sim::o1::PrioArray;
-use corral_sim::runqueue_chart::{crossing_lines, crossings, svg, Panel, Series};
+use corral_sim::legacy::linux24::{OneList, RunQueue24, Task24, Tunables24};
+use corral_sim::legacy::mlq::Levels;
+use corral_sim::legacy::o1::PrioArray;
+// (Its tests run as tests/runqueue_chart.rs: a bench without a harness runs none.)
+#[cfg_attr(test, allow(dead_code))]
+mod runqueue_chart;
 use criterion::{black_box, BenchmarkId, Criterion};
+use runqueue_chart::{crossing_lines, crossings, svg, Panel, Series};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

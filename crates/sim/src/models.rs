@@ -1,34 +1,106 @@
-//! The older kernel models by name, for the command line and platform
-//! files: `linux24` ([`crate::linux24`]), `mlq:N` (paper 004's multi-level
-//! queue with MEASURE N ticks, [`crate::mlq`]), `o1` ([`crate::o1`]) and
-//! `bfs` ([`crate::bfs`]).
+//! Every kernel model by name, the one registry the command line
+//! (`--kernel`) and platform files (`kernel = "…"`) use:
+//!
+//! | name | model |
+//! |---|---|
+//! | `eevdf` | the fair class of Linux 6.6+ ([`crate::sched::fair`]) under RT |
+//! | `cfs` | the fair class of Linux 2.6.32–3.0 under RT |
+//! | `linux24` | Linux 2.4 ([`crate::legacy::linux24`]) |
+//! | `mlq:N` | paper 004's multi-level queue, MEASURE N ticks ([`crate::legacy::mlq`]) |
+//! | `o1` | Linux 2.6.0–2.6.22's O(1) ([`crate::legacy::o1`]) |
+//! | `bfs` | BFS ([`crate::legacy::bfs`]) |
 
-use crate::bfs::Bfs;
-use crate::kernel::SchedClass;
-use crate::linux24::Linux24;
-use crate::mlq::Mlq;
-use crate::o1::O1;
+use crate::legacy::bfs::Bfs;
+use crate::legacy::linux24::Linux24;
+use crate::legacy::mlq::Mlq;
+use crate::legacy::o1::O1;
+use crate::sched::fair::Flavour;
+use crate::sched::kernel::SchedClass;
+use std::fmt;
+use std::str::FromStr;
 
-/// The names [`old_model`] accepts.
-pub const OLD_MODELS: &str = "linux24, mlq:N (MEASURE N ticks, e.g. mlq:4), o1, bfs";
+/// The names [`Model`] parses, for help and error texts.
+pub const NAMES: &str = "eevdf, cfs, linux24, mlq:N (MEASURE N ticks, e.g. mlq:4), o1, bfs";
 
-/// The model called `name` on `ncpus` CPUs at `hz`.
-pub fn old_model(name: &str, ncpus: usize, hz: u32) -> Result<Box<dyn SchedClass>, String> {
-    match name {
-        "linux24" => Ok(Box::new(Linux24::new(ncpus, hz))),
-        "o1" => Ok(Box::new(O1::new(ncpus, hz))),
-        "bfs" => Ok(Box::new(Bfs::new(ncpus))),
-        _ => match name.strip_prefix("mlq:") {
-            Some(m) => match m.parse::<i32>() {
-                Ok(measure) if measure >= 0 => Ok(Box::new(Mlq::new(ncpus, hz, measure))),
-                _ => Err(format!(
-                    "{name:?}: MEASURE must be a whole number of ticks ≥ 0 (valid: {OLD_MODELS})"
-                )),
+/// A kernel model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// The fair class in one of its eras, with RT above it and group
+    /// scheduling.
+    Fair(Flavour),
+    Linux24,
+    /// Paper 004's multi-level queue with MEASURE `measure` ticks (≥ 0).
+    Mlq {
+        measure: i32,
+    },
+    O1,
+    Bfs,
+}
+
+/// A name [`Model`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("unknown kernel model {0:?} (valid: {NAMES})")]
+    Unknown(String),
+    #[error("{0:?}: MEASURE must be a whole number of ticks ≥ 0 (valid: {NAMES})")]
+    Measure(String),
+}
+
+impl FromStr for Model {
+    type Err = ModelError;
+
+    fn from_str(name: &str) -> Result<Model, ModelError> {
+        Ok(match name {
+            "eevdf" => Model::Fair(Flavour::Eevdf),
+            "cfs" => Model::Fair(Flavour::Cfs),
+            "linux24" => Model::Linux24,
+            "o1" => Model::O1,
+            "bfs" => Model::Bfs,
+            _ => match name.strip_prefix("mlq:") {
+                Some(m) => match m.parse::<i32>() {
+                    Ok(measure) if measure >= 0 => Model::Mlq { measure },
+                    _ => return Err(ModelError::Measure(name.into())),
+                },
+                None => return Err(ModelError::Unknown(name.into())),
             },
-            None => Err(format!(
-                "unknown kernel model {name:?} (valid: {OLD_MODELS})"
-            )),
-        },
+        })
+    }
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Model::Fair(Flavour::Eevdf) => f.write_str("eevdf"),
+            Model::Fair(Flavour::Cfs) => f.write_str("cfs"),
+            Model::Linux24 => f.write_str("linux24"),
+            Model::Mlq { measure } => write!(f, "mlq:{measure}"),
+            Model::O1 => f.write_str("o1"),
+            Model::Bfs => f.write_str("bfs"),
+        }
+    }
+}
+
+impl Model {
+    /// The fair class's era, for the models that have one (group
+    /// scheduling, RT above).
+    pub fn flavour(self) -> Option<Flavour> {
+        match self {
+            Model::Fair(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// One of the older run-queue models on `ncpus` CPUs at `hz`; `None`
+    /// for the fair class (built with its groups by
+    /// [`crate::input::platform::build`]).
+    pub fn run_queue(self, ncpus: usize, hz: u32) -> Option<Box<dyn SchedClass>> {
+        Some(match self {
+            Model::Fair(_) => return None,
+            Model::Linux24 => Box::new(Linux24::new(ncpus, hz)),
+            Model::Mlq { measure } => Box::new(Mlq::new(ncpus, hz, measure)),
+            Model::O1 => Box::new(O1::new(ncpus, hz)),
+            Model::Bfs => Box::new(Bfs::new(ncpus)),
+        })
     }
 }
 
@@ -45,11 +117,21 @@ mod tests {
             ("o1", "o1"),
             ("bfs", "bfs"),
         ] {
-            assert_eq!(old_model(name, 2, 100).unwrap().name(), want);
+            let m: Model = name.parse().unwrap();
+            assert_eq!(m.to_string(), name);
+            assert_eq!(m.run_queue(2, 100).unwrap().name(), want);
         }
-        for bad in ["mlq", "mlq:", "mlq:-1", "mlq:x", "cfs", ""] {
-            let e = old_model(bad, 2, 100).err().unwrap();
-            assert!(e.contains("linux24") && e.contains("mlq:N"), "{bad}: {e}");
+        for (name, flavour) in [("eevdf", Flavour::Eevdf), ("cfs", Flavour::Cfs)] {
+            let m: Model = name.parse().unwrap();
+            assert_eq!((m.flavour(), m.to_string().as_str()), (Some(flavour), name));
+            assert!(m.run_queue(2, 100).is_none());
+        }
+        for bad in ["mlq", "mlq:", "mlq:-1", "mlq:x", "CFS", ""] {
+            let e = bad.parse::<Model>().unwrap_err().to_string();
+            assert!(
+                e.contains("eevdf") && e.contains("linux24") && e.contains("mlq:N"),
+                "{bad}: {e}"
+            );
         }
     }
 }

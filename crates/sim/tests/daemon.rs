@@ -20,11 +20,11 @@ use corral_linux::fake::FakeHost;
 use corral_linux::host::LinuxHost;
 use corral_linux::placer::Layout;
 use corral_linux::sampler::Scope;
-use corral_sim::fair::{Fair, Flavour};
-use corral_sim::host::{SimHost, SIM_PID};
-use corral_sim::machine::{Machine, Platform};
-use corral_sim::policy::{self, BoostScript};
-use corral_sim::rtapp::parse;
+use corral_sim::corral::host::{SimHost, SIM_PID};
+use corral_sim::corral::policy::{self, BoostScript};
+use corral_sim::input::rtapp::parse;
+use corral_sim::sched::fair::{Fair, Flavour};
+use corral_sim::sched::machine::{Machine, Platform};
 
 /// A hog, a second hog, a medium thread (~40 %), a 10 ms / 1 ms periodic
 /// thread and a light one, on 2 CPUs.
@@ -380,7 +380,7 @@ fn scripted_boosts_raise_the_handler_until_it_blocks() {
     assert!(boosted.errors.is_empty(), "{:?}", boosted.errors);
     // rt-app's slack is the period (200 ms) less the response time.
     let response =
-        |h: &corral_sim::hist::SignedHistogram| 200e6 - h.percentile(50.0).unwrap() as f64;
+        |h: &corral_sim::out::hist::SignedHistogram| 200e6 - h.percentile(50.0).unwrap() as f64;
     let (p, b) = (response(&plain_slack), response(&boosted_slack));
     println!(
         "handler response p50: plain {:.1} ms, boosted {:.1} ms",

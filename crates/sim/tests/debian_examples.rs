@@ -2,9 +2,8 @@
 //! models) or is refused naming the key it does not support. Skips when the package is missing
 //! (scripts/setup installs it).
 
-use corral_sim::fair::Flavour;
-use corral_sim::machine::Platform;
-use corral_sim::platform::{build, PlatformSpec};
+use corral_sim::input::platform::{build, PlatformSpec};
+use corral_sim::sched::fair::Flavour;
 use std::path::Path;
 
 fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -33,7 +32,7 @@ fn every_debian_rt_app_example_parses_or_names_the_unsupported_key() {
     for f in &all {
         let text = std::fs::read_to_string(f).unwrap();
         let name = f.strip_prefix(root).unwrap().display().to_string();
-        match corral_sim::rtapp::parse(&text, &name) {
+        match corral_sim::input::rtapp::parse(&text, &name) {
             Ok(w) => {
                 assert!(!w.tasks.is_empty());
                 // It runs: 2 simulated seconds under each model, the
@@ -52,12 +51,7 @@ fn every_debian_rt_app_example_parses_or_names_the_unsupported_key() {
                     .max()
                     .map_or(0, |&c| c as usize + 1);
                 for f in [Flavour::Eevdf, Flavour::Cfs] {
-                    let spec = PlatformSpec {
-                        platform: Platform::uniform(named.max(2)),
-                        kernel: None,
-                        groups: Default::default(),
-                        boosts: Vec::new(),
-                    };
+                    let spec = PlatformSpec::uniform(named.max(2));
                     let mut m =
                         build(w.clone(), &spec, f).unwrap_or_else(|e| panic!("{name}: {e}"));
                     m.run_until(2_000_000_000);

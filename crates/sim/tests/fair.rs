@@ -1,10 +1,11 @@
 //! Known answers for both fair-class models (CFS 2.6.32 and EEVDF 6.18):
 //! each check runs under each.
 
-use corral_sim::fair::{Fair, Flavour};
-use corral_sim::kernel::SchedClass;
-use corral_sim::machine::{Machine, Platform, TaskStats};
-use corral_sim::rtapp::parse;
+use corral_sim::input::rtapp::parse;
+use corral_sim::sched::fair::{Fair, Flavour};
+use corral_sim::sched::features::Features;
+use corral_sim::sched::kernel::SchedClass;
+use corral_sim::sched::machine::{Machine, Platform, TaskStats};
 
 const FLAVOURS: [Flavour; 2] = [Flavour::Cfs, Flavour::Eevdf];
 
@@ -343,5 +344,50 @@ fn a_cpuset_narrowed_mid_run_moves_its_tasks_at_once() {
         let s = shares_between(&b, &m.stats(), 2.0);
         assert!(s.iter().all(|x| *x > 0.9), "{f:?}: {s:?}");
         assert!(m.set_cpuset(0, Some(vec![7])).is_err());
+    }
+}
+
+/// EEVDF with the `sched_feat` words applied, on `cpus` CPUs at `hz`.
+fn run_feat(
+    feat: &str,
+    json: &str,
+    cpus: usize,
+    hz: u32,
+    secs: f64,
+    slices: &[(usize, u64)],
+) -> Vec<TaskStats> {
+    let w = parse(json, "test").unwrap();
+    let mut p = Platform::uniform(cpus);
+    p.hz = hz;
+    let k = Fair::new(Flavour::Eevdf, cpus)
+        .with_hz(hz)
+        .with_features(feat.parse::<Features>().unwrap());
+    let mut m = Machine::new(p, w, k).unwrap();
+    for &(t, s) in slices {
+        m.set_slice(t, Some(s)).unwrap();
+    }
+    m.run_until((secs * 1e9) as u64);
+    m.stats()
+}
+
+/// RUN_TO_PARITY: curr is protected for its whole request (1.4 ms, the
+/// base slice on 2 CPUs), so at HZ 1000 two hogs on one CPU change every
+/// other tick; switched off, the protection is the normalized base slice
+/// (0.7 ms) and they change at every tick: twice the preemptions, the same
+/// shares.
+#[test]
+fn no_run_to_parity_preempts_at_every_tick_instead_of_every_request() {
+    let json = r#"{"tasks": {"hog": {"instance": 2, "cpus": [0], "run": 1000000}}}"#;
+    let on = run_feat("", json, 2, 1000, 2.0, &[]);
+    let off = run_feat("NO_RUN_TO_PARITY", json, 2, 1000, 2.0, &[]);
+    let preempted = |s: &[TaskStats]| s.iter().map(|t| t.preemptions).sum::<u64>() as f64;
+    let (p_on, p_off) = (preempted(&on), preempted(&off));
+    println!("preemptions in 2 s: RUN_TO_PARITY {p_on}, NO_RUN_TO_PARITY {p_off}");
+    // One change per 2 ms against one per 1 ms.
+    assert!((900.0..=1100.0).contains(&p_on), "{p_on}");
+    assert!((1800.0..=2200.0).contains(&p_off), "{p_off}");
+    for s in [&on, &off] {
+        let r = s[0].cpu_ns as f64 / s[1].cpu_ns as f64;
+        assert!((r - 1.0).abs() < 0.01, "shares stay equal: {r}");
     }
 }

@@ -4,10 +4,14 @@
 //! here from the formulas (written out again, not taken from the models).
 
 use corral_sim::engine::Ns;
-use corral_sim::kernel::{SchedClass, Work};
-use corral_sim::machine::{Machine, Platform, TaskStats};
-use corral_sim::models::old_model;
-use corral_sim::rtapp::parse;
+use corral_sim::models::Model;
+use corral_sim::sched::kernel::{SchedClass, Work};
+use corral_sim::sched::machine::{Machine, Platform, TaskStats};
+
+fn old_model(name: &str, ncpus: usize, hz: u32) -> Option<Box<dyn SchedClass>> {
+    name.parse::<Model>().unwrap().run_queue(ncpus, hz)
+}
+use corral_sim::input::rtapp::parse;
 
 /// Linux 2.4 and the multi-level queue run at i386's HZ 100 (the paper's
 /// kernel); O(1) and BFS at HZ 250 (2.6's default from 2.6.13).
@@ -372,9 +376,9 @@ fn affinity_hotplug_cpusets_rt_and_yield_keep_the_machine_consistent() {
 
 #[test]
 fn the_fair_and_rt_classes_count_their_work_too() {
-    use corral_sim::classes::Classes;
-    use corral_sim::fair::Fair;
-    use corral_sim::rt::RtBandwidth;
+    use corral_sim::sched::classes::Classes;
+    use corral_sim::sched::fair::Fair;
+    use corral_sim::sched::rt::RtBandwidth;
     let json = r#"{"tasks": {
         "hog": {"instance": 3, "run": 1000000},
         "rt": {"policy": "SCHED_FIFO", "priority": 5, "loop": -1, "run": 100, "sleep": 900}

@@ -1,18 +1,12 @@
 //! Traces, charts and rt-app logs of a recorded run.
 
-use corral_sim::fair::Flavour;
-use corral_sim::machine::Platform;
-use corral_sim::platform::{build, PlatformSpec};
-use corral_sim::report::summarise;
-use corral_sim::{output, rtapp};
+use corral_sim::input::platform::{build, PlatformSpec};
+use corral_sim::out::report::summarise;
+use corral_sim::sched::fair::Flavour;
+use corral_sim::{input::rtapp, out::trace};
 
 fn spec(cpus: usize) -> PlatformSpec {
-    PlatformSpec {
-        platform: Platform::uniform(cpus),
-        kernel: None,
-        groups: Default::default(),
-        boosts: Vec::new(),
-    }
+    PlatformSpec::uniform(cpus)
 }
 
 const PERIODIC: &str = r#"{"tasks": {
@@ -26,7 +20,7 @@ fn the_trace_has_a_track_per_cpu_and_every_run_slice() {
     let mut m = build(w, &spec(2), Flavour::Eevdf).unwrap();
     m.record();
     m.run_until(500_000_000);
-    let v: serde_json::Value = serde_json::from_str(&output::perfetto(&m)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&trace::perfetto(&m)).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
     let tracks: Vec<&str> = ev
         .iter()
@@ -54,7 +48,7 @@ fn the_trace_has_a_track_per_cpu_and_every_run_slice() {
     assert!(s
         .windows(2)
         .all(|w| w[0].cpu != w[1].cpu || w[0].end <= w[1].start));
-    let svg = output::svg(&m, 0, 100_000_000);
+    let svg = trace::svg(&m, 0, 100_000_000);
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.matches("<rect").count() > 20);
 }
@@ -71,7 +65,7 @@ fn rtapp_logs_show_each_period_with_its_slack() {
     m.record();
     m.run_until(1_000_000_000);
     let dir = tempfile::tempdir().unwrap();
-    let files = output::rtapp_logs(&m, dir.path()).unwrap();
+    let files = trace::rtapp_logs(&m, dir.path()).unwrap();
     let text = std::fs::read_to_string(&files[0]).unwrap();
     let lines: Vec<Vec<i64>> = text
         .lines()
@@ -101,7 +95,7 @@ fn same_workload_same_json() {
         m.run_until(1_000_000_000);
         (
             serde_json::to_string(&summarise(&m)).unwrap(),
-            output::perfetto(&m),
+            trace::perfetto(&m),
         )
     };
     assert_eq!(run(), run());

@@ -1,10 +1,10 @@
 //! The RT class above the fair class: known answers.
 
-use corral_sim::classes::Classes;
-use corral_sim::fair::Fair;
-use corral_sim::machine::{Machine, Platform, TaskStats};
-use corral_sim::rt::RtBandwidth;
-use corral_sim::rtapp::parse;
+use corral_sim::input::rtapp::parse;
+use corral_sim::sched::classes::Classes;
+use corral_sim::sched::fair::Fair;
+use corral_sim::sched::machine::{Machine, Platform, TaskStats};
+use corral_sim::sched::rt::RtBandwidth;
 
 fn run(json: &str, cpus: usize, secs: f64, bw: RtBandwidth) -> Vec<TaskStats> {
     let w = parse(json, "test").unwrap();

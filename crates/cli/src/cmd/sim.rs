@@ -3,12 +3,14 @@
 use crate::args::SimArgs;
 use crate::table::Table;
 use anyhow::{bail, Context};
-use corral_sim::host::SimHost;
-use corral_sim::machine::Platform;
-use corral_sim::platform::{self, GroupSpec, PlatformSpec};
-use corral_sim::policy::{self, PolicyReport};
-use corral_sim::report::{summarise, Summary};
-use corral_sim::{output, rtapp};
+use corral_sim::corral::host::SimHost;
+use corral_sim::corral::policy::{self, PolicyReport};
+use corral_sim::input::platform::{self, GroupSpec, PlatformSpec};
+use corral_sim::models::Model;
+use corral_sim::out::report::{summarise, Summary};
+use corral_sim::sched::fair::Flavour;
+use corral_sim::sched::features::Features;
+use corral_sim::{input::rtapp, out::trace};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -44,13 +46,11 @@ fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
                 .with_context(|| format!("cannot read {}", p.display()))?;
             platform::parse(&text, &p.display().to_string()).map_err(anyhow::Error::msg)?
         }
-        None => PlatformSpec {
-            platform: Platform::uniform(2),
-            kernel: None,
-            groups: Default::default(),
-            boosts: Vec::new(),
-        },
+        None => PlatformSpec::uniform(2),
     };
+    if let Some(f) = args.sched_feat {
+        spec.features = f;
+    }
     if let Some(n) = args.cpus {
         anyhow::ensure!((1..=4096).contains(&n), "--cpus must be 1 to 4096");
         spec.platform.capacities = vec![1024; n];
@@ -111,9 +111,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let spec = platform_of(args)?;
     let kernel = args
         .kernel
-        .clone()
-        .or(spec.kernel.clone())
-        .unwrap_or_else(|| "eevdf".into());
+        .or(spec.kernel)
+        .unwrap_or(Model::Fair(Flavour::Eevdf));
     let secs = args.duration.or(work.duration_s).unwrap_or(10.0);
     anyhow::ensure!(
         secs > 0.0 && secs <= 1e6,
@@ -142,13 +141,18 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         corral || spec.boosts.is_empty(),
         "the platform scripts boosts, which only --policy corral acts on"
     );
-    let Some(flavour) = platform::flavour(&kernel) else {
+    anyhow::ensure!(
+        spec.features == Features::default() || kernel == Model::Fair(Flavour::Eevdf),
+        "--sched-feat ({}): the {kernel} model reads no sched_feat switch; eevdf does",
+        spec.features
+    );
+    let Some(flavour) = kernel.flavour() else {
         // An older run-queue model (Linux 2.4, MLQ, O(1), BFS).
         anyhow::ensure!(
             !corral,
             "--policy corral needs group scheduling: use --kernel eevdf or cfs, not {kernel}"
         );
-        let mut m = platform::build_old(work, &spec, &kernel).map_err(anyhow::Error::msg)?;
+        let mut m = platform::build_old(work, &spec, kernel).map_err(anyhow::Error::msg)?;
         if recording {
             m.record();
         }
@@ -191,8 +195,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Writes the outputs asked for and prints the summary.
-fn finish<K: corral_sim::kernel::SchedClass>(
-    m: &corral_sim::machine::Machine<K>,
+fn finish<K: corral_sim::sched::kernel::SchedClass>(
+    m: &corral_sim::sched::machine::Machine<K>,
     args: &SimArgs,
     secs: f64,
     window: Option<(u64, u64)>,
@@ -201,7 +205,7 @@ fn finish<K: corral_sim::kernel::SchedClass>(
 ) -> anyhow::Result<ExitCode> {
     let s = summarise(m);
     if let Some(f) = &args.trace {
-        std::fs::write(f, output::perfetto(m))
+        std::fs::write(f, trace::perfetto(m))
             .with_context(|| format!("cannot write {}", f.display()))?;
         eprintln!(
             "corral sim: trace written to {} (open it in ui.perfetto.dev)",
@@ -218,12 +222,12 @@ fn finish<K: corral_sim::kernel::SchedClass>(
             let from = first / 1_000_000 * 1_000_000;
             (from, (from + 200_000_000).min(end).max(from + 1))
         });
-        std::fs::write(f, output::svg(m, from, to))
+        std::fs::write(f, trace::svg(m, from, to))
             .with_context(|| format!("cannot write {}", f.display()))?;
         eprintln!("corral sim: chart written to {}", f.display());
     }
     if let Some(d) = &args.log_dir {
-        let files = output::rtapp_logs(m, d)
+        let files = trace::rtapp_logs(m, d)
             .with_context(|| format!("cannot write logs into {}", d.display()))?;
         eprintln!(
             "corral sim: {} rt-app logs written to {}",
@@ -369,14 +373,9 @@ fn timed(
     work: rtapp::Workload,
     cpus: usize,
     secs: f64,
-    flavour: corral_sim::fair::Flavour,
+    flavour: corral_sim::sched::fair::Flavour,
 ) -> anyhow::Result<(u64, f64)> {
-    let spec = PlatformSpec {
-        platform: Platform::uniform(cpus),
-        kernel: None,
-        groups: Default::default(),
-        boosts: Vec::new(),
-    };
+    let spec = PlatformSpec::uniform(cpus);
     let mut m = platform::build(work, &spec, flavour).map_err(anyhow::Error::msg)?;
     let t0 = Instant::now();
     m.run_until((secs * 1e9) as u64);
@@ -398,7 +397,7 @@ fn peak_rss_mib() -> Option<f64> {
 
 /// Events per second on Debian's example workloads and how cost grows.
 fn bench() -> anyhow::Result<ExitCode> {
-    use corral_sim::fair::Flavour;
+    use corral_sim::sched::fair::Flavour;
     let dir = std::path::Path::new("/usr/share/doc/rt-app/examples");
     println!("corral sim --bench (release build recommended; run nothing else meanwhile)");
     println!("Debian's examples: 1 h simulated, median of 3 runs\n");

@@ -54,10 +54,10 @@
 //!   (`activated`), uninterruptible sleep's smaller credit.)
 
 use crate::engine::Ns;
-use crate::kernel::{SchedClass, TaskId, Work};
-use crate::rtapp::Policy;
-use crate::runq::ClassicPolicy as Kind;
-use crate::runq::Lists;
+use crate::legacy::runq::ClassicPolicy as Kind;
+use crate::legacy::runq::Lists;
+use crate::sched::kernel::Policy;
+use crate::sched::kernel::{SchedClass, TaskId, Work};
 
 /// Priorities 0–99 are RT.
 pub const MAX_RT_PRIO: usize = 100;

@@ -22,35 +22,9 @@
 //! no effect on a simulation. Anything else is an error naming the file,
 //! the line, the task and the key — never skipped.
 
-use crate::json::{self, Kind, Value};
+use crate::input::json::{self, Kind, Value};
+use crate::sched::kernel::Policy;
 use std::fmt;
-
-/// A scheduling policy rt-app can ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    Other,
-    Batch,
-    Idle,
-    Fifo,
-    Rr,
-}
-
-impl Policy {
-    fn parse(s: &str) -> Option<Policy> {
-        Some(match s {
-            "SCHED_OTHER" => Policy::Other,
-            "SCHED_BATCH" => Policy::Batch,
-            "SCHED_IDLE" => Policy::Idle,
-            "SCHED_FIFO" => Policy::Fifo,
-            "SCHED_RR" => Policy::Rr,
-            _ => return None,
-        })
-    }
-
-    pub fn is_rt(self) -> bool {
-        matches!(self, Policy::Fifo | Policy::Rr)
-    }
-}
 
 /// How a timer's next expiry is computed (rt-app's `mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Linux 2.4's scheduler (kernel/sched.c of 2.4.x): ONE run queue for all
 //! CPUs, a list scanned in full at every `schedule()` for the task with
 //! the best `goodness()`. The goodness, counter and recalculation rules
-//! here are shared with paper 004's multi-level queue ([`crate::mlq`]),
+//! here are shared with paper 004's multi-level queue ([`crate::legacy::mlq`]),
 //! which only changes the queue ([`RunQueue24`]).
 //!
 //! Time is counted in ticks (`counter`), at the platform's HZ:
@@ -38,13 +38,13 @@
 //!
 //! The queue holds every runnable task, the running ones too (as 2.4's
 //! list does): a scan looks at them and skips those running elsewhere.
-//! See [`crate::runq`] for how one global queue meets the machine's
+//! See [`crate::legacy::runq`] for how one global queue meets the machine's
 //! per-CPU questions.
 
 use crate::engine::Ns;
-use crate::kernel::{SchedClass, TaskId, Work};
-use crate::rtapp::Policy;
-use crate::runq::{GlobalCpus, Lists};
+use crate::legacy::runq::{GlobalCpus, Lists};
+use crate::sched::kernel::Policy;
+use crate::sched::kernel::{SchedClass, TaskId, Work};
 
 /// The knobs of 2.4's scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +85,7 @@ impl Tunables24 {
 }
 
 /// A task's scheduling policy under 2.4.
-pub use crate::runq::ClassicPolicy as Policy24;
+pub use crate::legacy::runq::ClassicPolicy as Policy24;
 
 /// Not run yet: no CPU earns the PROC_CHANGE_PENALTY bonus.
 pub const NO_CPU: usize = usize::MAX;
@@ -275,7 +275,7 @@ impl RunQueue24 for OneList {
 }
 
 /// A 2.4-style scheduler over run queue `Q`: [`Linux24`] or
-/// [`crate::mlq::Mlq`].
+/// [`crate::legacy::mlq::Mlq`].
 #[derive(Debug, Clone)]
 pub struct Sched24<Q: RunQueue24> {
     q: Q,
@@ -540,7 +540,7 @@ impl<Q: RunQueue24> SchedClass for Sched24<Q> {
 
     /// One queue: nothing to balance, but an idle CPU kicked by a busy
     /// one's tick takes home a waiting task it may run (see
-    /// [`crate::runq`]).
+    /// [`crate::legacy::runq`]).
     fn balance(
         &mut self,
         cpu: usize,

@@ -28,13 +28,13 @@
 //! Not modelled (XXX): the cache-distance scaling of deadlines of tasks
 //! that last ran on another CPU, SCHED_ISO and SCHED_IDLEPRIO, hrtick (the
 //! quota is checked at the tick), fork's split of the quota.
-//! See [`crate::runq`] for how one global queue meets the machine.
+//! See [`crate::legacy::runq`] for how one global queue meets the machine.
 
 use crate::engine::Ns;
-use crate::kernel::{SchedClass, TaskId, Work};
-use crate::rtapp::Policy;
-use crate::runq::ClassicPolicy as Kind;
-use crate::runq::{GlobalCpus, Lists};
+use crate::legacy::runq::ClassicPolicy as Kind;
+use crate::legacy::runq::{GlobalCpus, Lists};
+use crate::sched::kernel::Policy;
+use crate::sched::kernel::{SchedClass, TaskId, Work};
 
 /// Less than this left of a quota counts as used up (`RESCHED_US`).
 pub const RESCHED_NS: i64 = 100_000;

@@ -83,8 +83,9 @@
 //! SCHED_BATCH and SCHED_IDLE tasks never preempt.
 
 use crate::engine::{Ns, OrderedSet};
-use crate::kernel::{SchedClass, TaskId, Work};
-use crate::rtapp::Policy;
+use crate::sched::features::{Feature, Features};
+use crate::sched::kernel::Policy;
+use crate::sched::kernel::{SchedClass, TaskId, Work};
 use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
 use std::collections::HashMap;
 
@@ -109,6 +110,10 @@ pub struct Tunables {
     /// EEVDF's `sysctl_sched_base_slice`.
     pub base_slice_ns: Ns,
 }
+
+/// `normalized_sysctl_sched_base_slice`: the base slice before the CPU
+/// count's factor, what NO_RUN_TO_PARITY protects curr for.
+const NORMALIZED_BASE_SLICE_NS: Ns = 700_000;
 
 impl Tunables {
     /// The defaults scaled for `ncpus` (`update_sysctl`).
@@ -218,6 +223,8 @@ struct TaskInfo {
 pub struct Fair {
     flavour: Flavour,
     tun: Tunables,
+    /// The `sched_feat` switches in force (EEVDF reads them).
+    feat: Features,
     tick_ns: Ns,
     ncpus: usize,
     entities: Vec<Entity>,
@@ -259,6 +266,7 @@ impl Fair {
         let mut f = Fair {
             flavour,
             tun: Tunables::for_cpus(ncpus),
+            feat: Features::default(),
             tick_ns: 4_000_000,
             ncpus,
             entities: Vec::new(),
@@ -294,6 +302,16 @@ impl Fair {
     pub fn with_hz(mut self, hz: u32) -> Fair {
         self.tick_ns = 1_000_000_000 / hz.max(1) as u64;
         self
+    }
+
+    /// The `sched_feat` switches (all on unless set).
+    pub fn with_features(mut self, feat: Features) -> Fair {
+        self.feat = feat;
+        self
+    }
+
+    pub fn features(&self) -> Features {
+        self.feat
     }
 
     pub fn flavour(&self) -> Flavour {
@@ -470,7 +488,10 @@ impl Fair {
         let vrt = self.avg_vruntime(rq);
         let mut lag = 0i64;
         let w = self.entities[e].weight as i128;
-        if self.rqs[rq].nr_queued > 0 && self.entities[e].vlag != 0 {
+        if self.feat.on(Feature::PlaceLag)
+            && self.rqs[rq].nr_queued > 0
+            && self.entities[e].vlag != 0
+        {
             let (_, load) = self.sums(rq);
             let load = load.max(1);
             // (s64 division: truncates toward zero.)
@@ -484,7 +505,11 @@ impl Fair {
             en.rel_deadline = false;
         } else {
             // PLACE_DEADLINE_INITIAL: a new task starts half a slice away.
-            let vslice = if en.new { vslice / 2 } else { vslice };
+            let vslice = if en.new && self.feat.on(Feature::PlaceDeadlineInitial) {
+                vslice / 2
+            } else {
+                vslice
+            };
             en.deadline = en.vruntime + vslice;
         }
     }
@@ -520,9 +545,15 @@ impl Fair {
     }
 
     /// `set_protect_slice`: curr keeps the CPU until its deadline, or for
-    /// the queue's smallest slice if that is shorter (RUN_TO_PARITY).
+    /// the queue's smallest slice if that is shorter (RUN_TO_PARITY; off,
+    /// for the normalized base slice).
     fn set_protect_slice(&mut self, rq: RqId, e: EntityId) {
-        let slice = self.min_slice(rq).min(self.entities[e].slice);
+        let quantum = if self.feat.on(Feature::RunToParity) {
+            self.min_slice(rq)
+        } else {
+            NORMALIZED_BASE_SLICE_NS
+        };
+        let slice = quantum.min(self.entities[e].slice);
         let mut vprot = self.entities[e].deadline;
         if slice != self.entities[e].slice {
             vprot = vprot.min(self.entities[e].vruntime + self.delta_fair(slice, e));
@@ -803,7 +834,7 @@ impl Fair {
         } else {
             self.tree_remove(rq, e);
         }
-        if self.flavour == Flavour::Eevdf && !sleep {
+        if self.flavour == Flavour::Eevdf && !sleep && self.feat.on(Feature::PlaceRelDeadline) {
             let en = &mut self.entities[e];
             en.deadline -= en.vruntime;
             en.rel_deadline = true;
@@ -840,7 +871,10 @@ impl Fair {
             match self.rqs[rq].se {
                 Some(se) if self.rqs[rq].nr_queued == 0 && self.entities[se].on_rq => {
                     let parent = self.entities[se].rq;
-                    if self.flavour == Flavour::Eevdf && !self.eligible(parent, se) {
+                    if self.flavour == Flavour::Eevdf
+                        && self.feat.on(Feature::DelayDequeue)
+                        && !self.eligible(parent, se)
+                    {
                         self.entities[se].delayed = true;
                         break;
                     }
@@ -860,7 +894,7 @@ impl Fair {
         let rq = self.entities[e].rq;
         self.entities[e].delayed = false;
         self.update_entity_lag(rq, e);
-        if self.entities[e].vlag > 0 {
+        if self.feat.on(Feature::DelayZero) && self.entities[e].vlag > 0 {
             let in_tree = self.rqs[rq].curr != Some(e);
             if in_tree {
                 self.tree_remove(rq, e);
@@ -880,8 +914,10 @@ impl Fair {
     fn finish_delayed(&mut self, e: EntityId) {
         self.entities[e].delayed = false;
         self.dequeue_up(e, true);
-        let en = &mut self.entities[e];
-        en.vlag = en.vlag.min(0);
+        if self.feat.on(Feature::DelayZero) {
+            let en = &mut self.entities[e];
+            en.vlag = en.vlag.min(0);
+        }
     }
 
     /// When nothing runs on `cpu`: clears the curr of every level, putting
@@ -1194,12 +1230,13 @@ impl SchedClass for Fair {
         self.runnable[cpu] -= 1;
         let rq = self.entities[e].rq;
         // DELAY_DEQUEUE: a sleeper that is not eligible stays queued.
-        let delay = sleep && self.flavour == Flavour::Eevdf && {
-            if self.running[cpu] == Some(t) {
-                self.update_curr_cpu(cpu, now);
-            }
-            !self.eligible(rq, e)
-        };
+        let delay =
+            sleep && self.flavour == Flavour::Eevdf && self.feat.on(Feature::DelayDequeue) && {
+                if self.running[cpu] == Some(t) {
+                    self.update_curr_cpu(cpu, now);
+                }
+                !self.eligible(rq, e)
+            };
         if self.running[cpu] == Some(t) {
             self.update_curr_cpu(cpu, now);
             self.running[cpu] = None;
@@ -1400,7 +1437,8 @@ impl SchedClass for Fair {
                 // task (WF_FORK) otherwise never preempts. A wake-up
                 // that does not preempt shrinks curr's protection to
                 // the queue's smallest slice (`update_protect_slice`).
-                let short = self.entities[we].slice < self.entities[ce].slice;
+                let short = self.feat.on(Feature::PreemptShort)
+                    && self.entities[we].slice < self.entities[ce].slice;
                 let fork = self.entities[self.tasks[woken].entity].new;
                 if (short || !fork) && self.pick_eevdf(rq, !short) == Some(we) {
                     if short {
@@ -1409,7 +1447,7 @@ impl SchedClass for Fair {
                     }
                     return true;
                 }
-                if short || !fork {
+                if self.feat.on(Feature::RunToParity) && (short || !fork) {
                     let cap = self.entities[ce].vruntime + self.delta_fair(self.min_slice(rq), ce);
                     let vprot = &mut self.entities[ce].vprot;
                     *vprot = (*vprot).min(cap);

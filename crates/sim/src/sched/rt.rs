@@ -27,8 +27,8 @@
 //!   "RT first, fair at the end of the period".)
 
 use crate::engine::Ns;
-use crate::kernel::{TaskId, Work};
-use crate::rtapp::Policy;
+use crate::sched::kernel::Policy;
+use crate::sched::kernel::{TaskId, Work};
 use std::collections::VecDeque;
 
 /// `sched_rr_timeslice`: 100 ms (`RR_TIMESLICE`).

@@ -1,5 +1,5 @@
 //! Paper 004's multi-level run queue for Linux 2.4: the single list of
-//! [`crate::linux24`] split in three levels, scanned from the top, the
+//! [`crate::legacy::linux24`] split in three levels, scanned from the top, the
 //! scan stopping at the first level that has a task this CPU may run.
 //!
 //! - Level 1: SCHED_FIFO / SCHED_RR tasks.
@@ -26,11 +26,11 @@
 //! level whose only candidates yielded (goodness −1) gives way to a lower
 //! level with a better one.
 //!
-//! [`Work::removal_scanned`]: crate::kernel::Work::removal_scanned
+//! [`Work::removal_scanned`]: crate::sched::kernel::Work::removal_scanned
 
-use crate::kernel::TaskId;
-use crate::linux24::{scan, Pick, RunQueue24, Sched24, Task24, Tunables24};
-use crate::runq::Lists;
+use crate::legacy::linux24::{scan, Pick, RunQueue24, Sched24, Task24, Tunables24};
+use crate::legacy::runq::Lists;
+use crate::sched::kernel::TaskId;
 
 /// The three levels (list 0 is level 1).
 #[derive(Debug, Clone)]
@@ -176,7 +176,7 @@ impl RunQueue24 for Levels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linux24::Policy24;
+    use crate::legacy::linux24::Policy24;
 
     fn tasks() -> Vec<Task24> {
         let mut rt = Task24::other(0, 0, 0);

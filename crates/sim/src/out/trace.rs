@@ -4,9 +4,9 @@
 //! log files so the same scripts read simulated and live runs.
 
 use crate::engine::Ns;
-use crate::kernel::SchedClass;
-use crate::machine::Machine;
-use crate::svg::{colour, esc};
+use crate::out::svg::{colour, esc};
+use crate::sched::kernel::SchedClass;
+use crate::sched::machine::Machine;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -191,13 +191,7 @@ pub fn rtapp_logs<K: SchedClass>(m: &Machine<K>, dir: &Path) -> std::io::Result<
     let stats = m.stats();
     for (t, st) in stats.iter().enumerate() {
         let spec = m.spec_of(t);
-        let policy = match spec.policy {
-            crate::rtapp::Policy::Other => "SCHED_OTHER",
-            crate::rtapp::Policy::Batch => "SCHED_BATCH",
-            crate::rtapp::Policy::Idle => "SCHED_IDLE",
-            crate::rtapp::Policy::Fifo => "SCHED_FIFO",
-            crate::rtapp::Policy::Rr => "SCHED_RR",
-        };
+        let policy = spec.policy.name();
         let mut text = format!(
             "# Policy : {policy} priority : {}\n#idx\t    perf\t     run\t  period\t          start\t            end\t         rel_st\t     slack\tc_duration\t  c_period\t    wu_lat\n",
             spec.priority

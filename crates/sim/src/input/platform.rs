@@ -1,7 +1,8 @@
 //! Platform files: the simulated machine in TOML.
 //!
 //! ```toml
-//! kernel = "eevdf"                      # or "cfs" (2.6.32); optional
+//! kernel = "eevdf"                      # any of models::NAMES; optional
+//! features = "NO_RUN_TO_PARITY"         # sched_feat switches (EEVDF), optional
 //! hz = 250                              # CONFIG_HZ
 //! tick_phase = "2ms"                    # first tick (default: one tick in)
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
@@ -32,7 +33,7 @@
 //! Unknown keys are refused, with the file, line and key.
 
 use crate::engine::Ns;
-use crate::machine::Platform;
+use crate::sched::machine::Platform;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -56,6 +57,7 @@ fn default_period() -> u64 {
 #[serde(deny_unknown_fields)]
 struct File {
     kernel: Option<String>,
+    features: Option<String>,
     hz: Option<u32>,
     tick_phase: Option<String>,
     cpus: Option<usize>,
@@ -97,10 +99,26 @@ struct BoostEntry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlatformSpec {
     pub platform: Platform,
-    pub kernel: Option<String>,
+    pub kernel: Option<crate::models::Model>,
+    /// The fair class's `sched_feat` switches (EEVDF reads them).
+    pub features: crate::sched::features::Features,
     pub groups: BTreeMap<String, GroupSpec>,
     /// Boosts the framework asks corral for (`--policy corral`).
-    pub boosts: Vec<crate::policy::BoostScript>,
+    pub boosts: Vec<crate::corral::policy::BoostScript>,
+}
+
+impl PlatformSpec {
+    /// `ncpus` CPUs of capacity 1024 at HZ 250, no kernel named, every
+    /// switch on, no group and no boost.
+    pub fn uniform(ncpus: usize) -> PlatformSpec {
+        PlatformSpec {
+            platform: crate::sched::machine::Platform::uniform(ncpus),
+            kernel: None,
+            features: Default::default(),
+            groups: Default::default(),
+            boosts: Vec::new(),
+        }
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -164,17 +182,17 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
             }
         },
     };
-    if let Some(k) = &f.kernel {
-        if k != "cfs" && k != "eevdf" && crate::models::old_model(k, 1, hz).is_err() {
-            return Err(at(
-                "kernel",
-                format!(
-                    "{k:?} is not a kernel model (cfs, eevdf, {})",
-                    crate::models::OLD_MODELS
-                ),
-            ));
-        }
-    }
+    let kernel = match &f.kernel {
+        Some(k) => Some(
+            k.parse::<crate::models::Model>()
+                .map_err(|e| at("kernel", e.to_string()))?,
+        ),
+        None => None,
+    };
+    let features = match &f.features {
+        Some(w) => w.parse().map_err(|e| at("features", format!("{e}")))?,
+        None => Default::default(),
+    };
     let n = capacities.len();
     let hotplug = parse_hotplug(&f.hotplug.join(","), n).map_err(|e| at("hotplug", e))?;
     for (path, g) in &f.groups {
@@ -214,7 +232,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
             if g.up_samples == 0 || g.down_samples == 0 {
                 return Err(at("up_samples", "samples are at least 1".into()));
             }
-            Some(crate::machine::Governor {
+            Some(crate::sched::machine::Governor {
                 period: (g.period_ms * 1e6) as Ns,
                 up_util: g.up_util,
                 up_samples: g.up_samples,
@@ -238,7 +256,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
                 "give either every or on_wake, not both".into(),
             ));
         }
-        boosts.push(crate::policy::BoostScript {
+        boosts.push(crate::corral::policy::BoostScript {
             task: b.task.clone(),
             at: time("at", &b.at)?,
             every,
@@ -256,7 +274,8 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
             offline: f.offline,
             governor,
         },
-        kernel: f.kernel,
+        kernel,
+        features,
         groups: f.groups,
         boosts,
     })
@@ -310,7 +329,7 @@ pub fn parse_time(t: &str) -> Option<Ns> {
 /// the platform's that no task runs in or under (`--group-shares
 /// bg=52` for a workload whose tasks name no `taskgroup` `/bg`). Either
 /// would otherwise be dropped without a word.
-pub fn check_fit(work: &crate::rtapp::Workload, spec: &PlatformSpec) -> Result<(), String> {
+pub fn check_fit(work: &crate::input::rtapp::Workload, spec: &PlatformSpec) -> Result<(), String> {
     let n = spec.platform.capacities.len() as u32;
     for t in &work.tasks {
         let sets = std::iter::once(("", t.cpus.as_ref()))
@@ -358,25 +377,19 @@ pub fn check_fit(work: &crate::rtapp::Workload, spec: &PlatformSpec) -> Result<(
     Ok(())
 }
 
-/// The kernel models a platform can run.
-pub fn flavour(name: &str) -> Option<crate::fair::Flavour> {
-    match name {
-        "cfs" => Some(crate::fair::Flavour::Cfs),
-        "eevdf" => Some(crate::fair::Flavour::Eevdf),
-        _ => None,
-    }
-}
-
 /// The machine a platform describes, running `work` under `flavour` with
 /// the RT class above it (RT bandwidth as that era had it) and the
 /// platform's groups set up.
 pub fn build(
-    work: crate::rtapp::Workload,
+    work: crate::input::rtapp::Workload,
     spec: &PlatformSpec,
-    flavour: crate::fair::Flavour,
-) -> Result<crate::machine::Machine<crate::classes::Classes<crate::fair::Fair>>, String> {
-    use crate::fair::{Fair, Flavour};
-    use crate::rt::RtBandwidth;
+    flavour: crate::sched::fair::Flavour,
+) -> Result<
+    crate::sched::machine::Machine<crate::sched::classes::Classes<crate::sched::fair::Fair>>,
+    String,
+> {
+    use crate::sched::fair::{Fair, Flavour};
+    use crate::sched::rt::RtBandwidth;
     let n = spec.platform.capacities.len();
     let hz = spec.platform.hz;
     let bw = match flavour {
@@ -384,8 +397,15 @@ pub fn build(
         Flavour::Eevdf => RtBandwidth::fair_server(),
     };
     check_fit(&work, spec)?;
-    let k = crate::classes::Classes::new(n, Fair::new(flavour, n).with_hz(hz), bw, hz);
-    let mut m = crate::machine::Machine::new(spec.platform.clone(), work, k)?;
+    let k = crate::sched::classes::Classes::new(
+        n,
+        Fair::new(flavour, n)
+            .with_hz(hz)
+            .with_features(spec.features),
+        bw,
+        hz,
+    );
+    let mut m = crate::sched::machine::Machine::new(spec.platform.clone(), work, k)?;
     for (path, g) in &spec.groups {
         if let Some(s) = g.shares {
             m.set_group_shares(path, s)?;
@@ -398,21 +418,23 @@ pub fn build(
 }
 
 /// The machine a platform describes under one of the older run-queue
-/// models ([`crate::models::old_model`]: Linux 2.4, paper 004's
+/// models ([`crate::models::Model::run_queue`]: Linux 2.4, paper 004's
 /// multi-level queue, O(1), BFS). They have no group scheduling: a
 /// platform with groups is refused.
 pub fn build_old(
-    work: crate::rtapp::Workload,
+    work: crate::input::rtapp::Workload,
     spec: &PlatformSpec,
-    model: &str,
-) -> Result<crate::machine::Machine<Box<dyn crate::kernel::SchedClass>>, String> {
+    model: crate::models::Model,
+) -> Result<crate::sched::machine::Machine<Box<dyn crate::sched::kernel::SchedClass>>, String> {
     let n = spec.platform.capacities.len();
     check_fit(&work, spec)?;
-    let k = crate::models::old_model(model, n, spec.platform.hz)?;
+    let k = model
+        .run_queue(n, spec.platform.hz)
+        .ok_or_else(|| format!("{model} is not a run-queue model"))?;
     if let Some(g) = spec.groups.keys().next() {
         return Err(format!("{model}: no group scheduling (group {g})"));
     }
-    crate::machine::Machine::new(spec.platform.clone(), work, k)
+    crate::sched::machine::Machine::new(spec.platform.clone(), work, k)
 }
 
 #[cfg(test)]
@@ -440,7 +462,7 @@ quota_us = 50000
             vec![(2_000_000_000, 1, false), (2_500_000_000, 1, true)]
         );
         assert_eq!(p.groups["/bg"].period_us, 100_000);
-        assert_eq!(p.kernel.as_deref(), Some("cfs"));
+        assert_eq!(p.kernel.map(|k| k.to_string()).as_deref(), Some("cfs"));
         let p = parse(
             "cpus = 2\n[[boost]]\ntask = \"h\"\nat = \"1s\"\nevery = \"200ms\"\nmax_ms = 90\n",
             "p.toml",
@@ -448,7 +470,7 @@ quota_us = 50000
         .unwrap();
         assert_eq!(
             p.boosts,
-            vec![crate::policy::BoostScript {
+            vec![crate::corral::policy::BoostScript {
                 task: "h".into(),
                 at: 1_000_000_000,
                 every: Some(200_000_000),
@@ -491,8 +513,8 @@ quota_us = 50000
         for (phase, at) in [("0ms", 0), ("1500us", 1_500_000), ("3ms", 3_000_000)] {
             let spec = parse(&format!("cpus = 1\ntick_phase = \"{phase}\"\n"), "p").unwrap();
             assert_eq!(spec.platform.tick_phase, at);
-            let w = crate::rtapp::parse(json, "w").unwrap();
-            let mut m = build(w, &spec, crate::fair::Flavour::Eevdf).unwrap();
+            let w = crate::input::rtapp::parse(json, "w").unwrap();
+            let mut m = build(w, &spec, crate::sched::fair::Flavour::Eevdf).unwrap();
             m.record();
             m.run_until(100_000_000);
             let ends: Vec<u64> = m.slices().iter().map(|s| s.end).collect();

@@ -22,11 +22,11 @@
 //! `sched_move_task`; a group's nice and slice go to its members, and a
 //! release gives back the thread's cgroup, nice and slice.
 
-use crate::kernel::{SchedClass, TaskId};
-use crate::machine::{Machine, TaskState};
+use crate::sched::kernel::{SchedClass, TaskId};
+use crate::sched::machine::{Machine, TaskState};
 use corral_core::host::{Host, HostError, ThreadProgress};
 use corral_core::plan::{Change, GroupSpec};
-use corral_core::sample::{Policy, Snapshot, ThreadSample};
+use corral_core::sample::{Snapshot, ThreadSample};
 use corral_core::share::{nice_to_weight, Level};
 use corral_core::topology::RawTopology;
 use corral_core::{CpuSet, Topology};
@@ -256,13 +256,7 @@ impl<K: SchedClass> SimHost<K> {
             nr_migrations: Some(s.migrations),
             util_avg: None,
             cpu: self.m.task_cpu(t) as u32,
-            policy: match spec.policy {
-                crate::rtapp::Policy::Other => Policy::Other,
-                crate::rtapp::Policy::Batch => Policy::Batch,
-                crate::rtapp::Policy::Idle => Policy::Idle,
-                crate::rtapp::Policy::Fifo => Policy::Fifo,
-                crate::rtapp::Policy::Rr => Policy::Rr,
-            },
+            policy: spec.policy.into(),
             nice: self.m.task_nice(t),
             kernel_thread: false,
             uid: 0,

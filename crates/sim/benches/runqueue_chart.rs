@@ -1,4 +1,4 @@
-//! A log-log line chart in SVG, written by hand as [`crate::output`]
+//! A log-log line chart in SVG, written by hand as `corral_sim::out::trace`
 //! writes its Gantt chart: the run-queue benchmark's cost per operation
 //! (y) against the number of runnable tasks (x), one line per run-queue
 //! structure, the points where two lines cross marked, numbered and listed
@@ -12,7 +12,7 @@
 //! `ln y = ln y_a₀ + t·(ln y_a₁ − ln y_a₀)`. A line that meets another
 //! exactly at a measured x (d₁ = 0) crosses there.
 
-use crate::svg::{colour, esc};
+use corral_sim::out::svg::{colour, esc};
 use std::fmt::Write as _;
 
 /// One line: a name and its (x, y) points, x increasing, all > 0.

@@ -9,15 +9,15 @@
 //! corral's runs use the daemon's own loop over [`SimHost`] with the
 //! built-in configuration ([`policy::run`]).
 
-use crate::classes::Classes;
+use crate::corral::host::SimHost;
+use crate::corral::policy;
 use crate::engine::Ns;
-use crate::fair::Fair;
-use crate::host::SimHost;
-use crate::machine::Machine;
-use crate::platform::{self, PlatformSpec};
-use crate::policy;
-use crate::rtapp::{self, Event, Workload};
-use crate::svg::esc;
+use crate::input::platform::{self, PlatformSpec};
+use crate::input::rtapp::{self, Event, Workload};
+use crate::out::svg::esc;
+use crate::sched::classes::Classes;
+use crate::sched::fair::{Fair, Flavour};
+use crate::sched::machine::Machine;
 use corral_core::config::Config;
 use std::fmt::Write as _;
 
@@ -76,8 +76,10 @@ fn spec(text: &str, file: &str) -> Result<PlatformSpec, String> {
 type Sim = Machine<Classes<Fair>>;
 
 fn build(work: Workload, spec: &PlatformSpec) -> Result<Sim, String> {
-    let flavour =
-        platform::flavour(spec.kernel.as_deref().unwrap_or("eevdf")).ok_or("unknown kernel")?;
+    let flavour = spec
+        .kernel
+        .map_or(Some(Flavour::Eevdf), |k| k.flavour())
+        .ok_or("the fair class's papers need kernel = \"eevdf\" or \"cfs\"")?;
     platform::build(work, spec, flavour)
 }
 
@@ -109,9 +111,9 @@ fn header(cells: &[&str]) -> Vec<String> {
 // 000: blind pair-wise balancing; a dedicated core for the heavy task.
 
 fn paper000() -> Result<Paper, String> {
-    const BROWSING: &str = include_str!("../papers/000-browsing.json");
-    const BENCH: &str = include_str!("../papers/000-benchmark.json");
-    const PHONE: &str = include_str!("../papers/000-phone.toml");
+    const BROWSING: &str = include_str!("../../papers/000-browsing.json");
+    const BENCH: &str = include_str!("../../papers/000-benchmark.json");
+    const PHONE: &str = include_str!("../../papers/000-phone.toml");
     let phone = spec(PHONE, "000-phone.toml")?;
     let procs = ["browser", "renderer", "mediaserver"];
     let secs = 500.0;
@@ -287,8 +289,8 @@ fn paper000() -> Result<Paper, String> {
 // 001: framework-assisted boost, and balancing around the input task.
 
 fn paper001() -> Result<Paper, String> {
-    const DRAWING: &str = include_str!("../papers/001-drawing.json");
-    const TEGRA: &str = include_str!("../papers/001-tegra2.toml");
+    const DRAWING: &str = include_str!("../../papers/001-drawing.json");
+    const TEGRA: &str = include_str!("../../papers/001-tegra2.toml");
     let tegra = spec(TEGRA, "001-tegra2.toml")?;
     let mut plain = tegra.clone();
     plain.boosts.clear();
@@ -437,8 +439,8 @@ fn paper001() -> Result<Paper, String> {
 // 002: a latency-critical thread in the 52-share group.
 
 fn paper002() -> Result<Paper, String> {
-    const AUDIO: &str = include_str!("../papers/002-audio.json");
-    const JB: &str = include_str!("../papers/002-jellybean.toml");
+    const AUDIO: &str = include_str!("../../papers/002-audio.json");
+    const JB: &str = include_str!("../../papers/002-jellybean.toml");
     let jb = spec(JB, "002-jellybean.toml")?;
     let secs = 8.0;
     let end = (secs * 1e9) as Ns;
@@ -545,8 +547,8 @@ fn paper002() -> Result<Paper, String> {
 fn paper003() -> Result<Paper, String> {
     use corral_core::cpucount::{recommend, CountInputs};
     use corral_core::CpuSet;
-    const FIB: &str = include_str!("../papers/003-fib.json");
-    const EXYNOS: &str = include_str!("../papers/003-exynos.toml");
+    const FIB: &str = include_str!("../../papers/003-fib.json");
+    const EXYNOS: &str = include_str!("../../papers/003-exynos.toml");
     let base = spec(EXYNOS, "003-exynos.toml")?;
     let work_us = match workload(FIB, "003-fib.json")?.tasks[0].phases[0].events[..] {
         [Event::Run(us)] => us,
@@ -654,18 +656,18 @@ fn paper003() -> Result<Paper, String> {
 // 004: Linux 2.4's goodness scan against the multi-level run queue.
 
 fn paper004() -> Result<Paper, String> {
-    const MIX: &str = include_str!("../papers/004-mix.json");
-    const PC: &str = include_str!("../papers/004-pc.toml");
+    const MIX: &str = include_str!("../../papers/004-mix.json");
+    const PC: &str = include_str!("../../papers/004-pc.toml");
     let pc = spec(PC, "004-pc.toml")?;
     let models = ["linux24", "mlq:3", "mlq:4", "mlq:8", "mlq:12"];
     // The mix, and the mix with every task `scale` times over (a longer
     // run queue).
-    let run = |model: &str, scale: u32| -> Result<(f64, crate::kernel::Work), String> {
+    let run = |model: &str, scale: u32| -> Result<(f64, crate::sched::kernel::Work), String> {
         let mut w = workload(MIX, "004-mix.json")?;
         for t in &mut w.tasks {
             t.instances *= scale;
         }
-        let mut m = platform::build_old(w, &pc, model)?;
+        let mut m = platform::build_old(w, &pc, model.parse().map_err(|e| format!("{e}"))?)?;
         m.run_until(600_000_000_000);
         let done = (0..m.ntasks())
             .map(|t| m.task_stats(t).exited_at)

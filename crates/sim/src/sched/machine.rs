@@ -8,13 +8,13 @@
 //! `run` scales with capacity; `runtime` does not).
 //!
 //! The kernel model decides: the fair class (CFS or EEVDF, groups, CFS
-//! bandwidth, balancing; [`crate::fair`]) under the RT class
-//! ([`crate::classes`]). Hot-plug and NOHZ idle are the machine's.
+//! bandwidth, balancing; [`crate::sched::fair`]) under the RT class
+//! ([`crate::sched::classes`]). Hot-plug and NOHZ idle are the machine's.
 
 use crate::engine::{FastMap, Ns, Queue};
-use crate::hist::{Histogram, SignedHistogram};
-use crate::kernel::{SchedClass, TaskId};
-use crate::rtapp::{Event, Name, TimerMode, Workload};
+use crate::input::rtapp::{Event, Name, TimerMode, Workload};
+use crate::out::hist::{Histogram, SignedHistogram};
+use crate::sched::kernel::{SchedClass, TaskId};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
@@ -263,9 +263,9 @@ struct GovState {
     down: u32,
 }
 
-impl Machine<crate::classes::Classes<crate::fair::Fair>> {
+impl Machine<crate::sched::classes::Classes<crate::sched::fair::Fair>> {
     /// Marks `t` as an input-handling task for paper 001's balancing
-    /// ([`crate::fair::Fair::set_interactive`]).
+    /// ([`crate::sched::fair::Fair::set_interactive`]).
     pub fn set_interactive(&mut self, t: TaskId, on: bool) -> Result<(), String> {
         if t >= self.tasks.len() {
             return Err(format!("no task {t}"));
@@ -536,7 +536,7 @@ impl<K: SchedClass> Machine<K> {
     }
 
     /// The rt-app task spec index and policy/priority of task `t`.
-    pub fn spec_of(&self, t: TaskId) -> &crate::rtapp::Task {
+    pub fn spec_of(&self, t: TaskId) -> &crate::input::rtapp::Task {
         &self.work.tasks[self.tasks[t].spec]
     }
 
@@ -887,7 +887,7 @@ impl<K: SchedClass> Machine<K> {
 
     /// The model's scheduling work so far (picks, tasks examined, queue
     /// operations).
-    pub fn work(&self) -> crate::kernel::Work {
+    pub fn work(&self) -> crate::sched::kernel::Work {
         self.k.work()
     }
 
@@ -1591,7 +1591,7 @@ fn effective(affinity: &[usize], cpuset: Option<&[usize]>) -> Vec<usize> {
 
 /// The CPUs phase `phase` of `task` may use: the phase's `cpus`, else the
 /// task's, else all; CPUs the platform lacks are dropped.
-fn cpus_of(task: &crate::rtapp::Task, phase: usize, ncpus: usize) -> Vec<usize> {
+fn cpus_of(task: &crate::input::rtapp::Task, phase: usize, ncpus: usize) -> Vec<usize> {
     match task.phases[phase].cpus.as_ref().or(task.cpus.as_ref()) {
         Some(c) => c
             .iter()
@@ -1605,8 +1605,8 @@ fn cpus_of(task: &crate::rtapp::Task, phase: usize, ncpus: usize) -> Vec<usize> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fair::Fair;
-    use crate::rtapp::parse;
+    use crate::input::rtapp::parse;
+    use crate::sched::fair::Fair;
 
     fn run(json: &str, cpus: usize, secs: f64) -> Vec<TaskStats> {
         let w = parse(json, "test").unwrap();

@@ -1,7 +1,7 @@
 //! What a simulation run reports, for people (tables) and programs (JSON).
 
-use crate::kernel::SchedClass;
-use crate::machine::Machine;
+use crate::sched::kernel::SchedClass;
+use crate::sched::machine::Machine;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -1,5 +1,5 @@
-//! Building blocks of the older run-queue models ([`crate::linux24`],
-//! [`crate::mlq`], [`crate::o1`], [`crate::bfs`]):
+//! Building blocks of the older run-queue models ([`crate::legacy::linux24`],
+//! [`crate::legacy::mlq`], [`crate::legacy::o1`], [`crate::legacy::bfs`]):
 //!
 //! - [`Lists`]: doubly linked lists of task ids, the kernel's `list_head`
 //!   threaded through `task_struct`: add at either end and unlink in O(1),
@@ -30,8 +30,8 @@
 //!   for the next tick of its CPU.)
 
 use crate::engine::Ns;
-use crate::kernel::TaskId;
-use crate::rtapp::Policy;
+use crate::sched::kernel::Policy;
+use crate::sched::kernel::TaskId;
 
 /// A task's policy in the older models (2.4, the multi-level queue, O(1),
 /// BFS): SCHED_OTHER, SCHED_FIFO or SCHED_RR; SCHED_BATCH and SCHED_IDLE

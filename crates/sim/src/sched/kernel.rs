@@ -1,10 +1,64 @@
 //! The interface a kernel model implements, shaped like the kernel's
 //! `struct sched_class` (kernel/sched/sched.h) so that a reader of
-//! kernel/sched/ recognises each hook. The machine ([`crate::machine`])
+//! kernel/sched/ recognises each hook. The machine ([`crate::sched::machine`])
 //! calls them exactly where the kernel's core would.
 
 use crate::engine::Ns;
-use crate::rtapp::Policy;
+
+/// A task's scheduling policy (`SCHED_*`, include/uapi/linux/sched.h),
+/// those a workload can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+}
+
+impl Policy {
+    /// The kernel's name (`SCHED_OTHER`, …), as rt-app spells it too.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "SCHED_OTHER",
+            Policy::Batch => "SCHED_BATCH",
+            Policy::Idle => "SCHED_IDLE",
+            Policy::Fifo => "SCHED_FIFO",
+            Policy::Rr => "SCHED_RR",
+        }
+    }
+
+    /// The policy called `name`.
+    pub fn parse(name: &str) -> Option<Policy> {
+        [
+            Policy::Other,
+            Policy::Batch,
+            Policy::Idle,
+            Policy::Fifo,
+            Policy::Rr,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
+    }
+
+    pub fn is_rt(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+}
+
+/// As the daemon's sampler reads it from `/proc/PID/sched`.
+impl From<Policy> for corral_core::sample::Policy {
+    fn from(p: Policy) -> Self {
+        use corral_core::sample::Policy as P;
+        match p {
+            Policy::Other => P::Other,
+            Policy::Batch => P::Batch,
+            Policy::Idle => P::Idle,
+            Policy::Fifo => P::Fifo,
+            Policy::Rr => P::Rr,
+        }
+    }
+}
 
 /// A simulated thread's index.
 pub type TaskId = usize;

@@ -15,9 +15,9 @@
 //! interval, measured by `corral lab overhead`) and the ~0.3 ms a boost
 //! request takes live (`corral lab boost-latency`).
 
+use crate::corral::host::SimHost;
 use crate::engine::Ns;
-use crate::host::SimHost;
-use crate::kernel::SchedClass;
+use crate::sched::kernel::SchedClass;
 use corral_core::config::Config;
 use corral_core::host::Host;
 use corral_daemon::schedule::{Due, Schedule};

@@ -1,12 +1,12 @@
 //! The scheduling classes in priority order, as kernel/sched/core.c walks
-//! them: RT ([`crate::rt`]) above a fair class ([`crate::fair`]). Every
+//! them: RT ([`crate::sched::rt`]) above a fair class ([`crate::sched::fair`]). Every
 //! hook goes to the class of the task it is about; `pick_next_task` asks
 //! RT first.
 
 use crate::engine::Ns;
-use crate::kernel::{SchedClass, TaskId, Work};
-use crate::rt::{Rt, RtBandwidth};
-use crate::rtapp::Policy;
+use crate::sched::kernel::Policy;
+use crate::sched::kernel::{SchedClass, TaskId, Work};
+use crate::sched::rt::{Rt, RtBandwidth};
 
 /// RT above fair class `F`.
 pub struct Classes<F: SchedClass> {

@@ -1507,8 +1507,9 @@ fn run_sim(
     let toml = platform_toml(sim, tick_phase_us, groups, root);
     let toml_path = dir.join("platform.toml");
     std::fs::write(&toml_path, &toml).map_err(|e| format!("{}: {e}", toml_path.display()))?;
-    let spec = platform::parse(&toml, &toml_path.display().to_string())?;
-    let mut m = platform::build(work, &spec, Flavour::Eevdf)?;
+    let spec =
+        platform::parse(&toml, &toml_path.display().to_string()).map_err(|e| e.to_string())?;
+    let mut m = platform::build(work, &spec, Flavour::Eevdf).map_err(|e| e.to_string())?;
     m.record();
     m.advance_to(o.warmup.as_nanos() as u64);
     let a = counters(&m);

@@ -23,6 +23,7 @@
 
 pub mod corral;
 pub mod engine;
+pub mod error;
 pub mod input;
 pub mod legacy;
 pub mod models;

@@ -44,7 +44,7 @@ fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read {}", p.display()))?;
-            platform::parse(&text, &p.display().to_string()).map_err(anyhow::Error::msg)?
+            platform::parse(&text, &p.display().to_string())?
         }
         None => PlatformSpec::uniform(2),
     };
@@ -107,7 +107,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let path = args.workload.as_ref().context("no workload given")?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let work = rtapp::parse(&text, &path.display().to_string()).map_err(anyhow::Error::msg)?;
+    let work = rtapp::parse(&text, &path.display().to_string())?;
     let spec = platform_of(args)?;
     let kernel = args
         .kernel
@@ -152,7 +152,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
             !corral,
             "--policy corral needs group scheduling: use --kernel eevdf or cfs, not {kernel}"
         );
-        let mut m = platform::build_old(work, &spec, kernel).map_err(anyhow::Error::msg)?;
+        let mut m = platform::build_old(work, &spec, kernel)?;
         if recording {
             m.record();
         }
@@ -164,7 +164,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         let wall = t0.elapsed().as_secs_f64();
         return finish(&m, args, secs, window, wall, None);
     };
-    let mut m = platform::build(work, &spec, flavour).map_err(anyhow::Error::msg)?;
+    let mut m = platform::build(work, &spec, flavour)?;
     if recording {
         m.record();
     }
@@ -177,8 +177,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
             Some(f) => super::load_config(f)?,
             None => corral_core::config::Config::default(),
         };
-        let (daemon, report) = policy::run(SimHost::new(m), config, &spec.boosts, end, &mut |_| {})
-            .map_err(anyhow::Error::msg)?;
+        let (daemon, report) =
+            policy::run(SimHost::new(m), config, &spec.boosts, end, &mut |_| {})?;
         let wall = t0.elapsed().as_secs_f64();
         return finish(
             daemon.host().machine(),
@@ -376,7 +376,7 @@ fn timed(
     flavour: corral_sim::sched::fair::Flavour,
 ) -> anyhow::Result<(u64, f64)> {
     let spec = PlatformSpec::uniform(cpus);
-    let mut m = platform::build(work, &spec, flavour).map_err(anyhow::Error::msg)?;
+    let mut m = platform::build(work, &spec, flavour)?;
     let t0 = Instant::now();
     m.run_until((secs * 1e9) as u64);
     Ok((m.events(), t0.elapsed().as_secs_f64()))
@@ -415,7 +415,7 @@ fn bench() -> anyhow::Result<ExitCode> {
             let mut walls = Vec::new();
             let mut events = 0;
             for _ in 0..3 {
-                let work = rtapp::parse(&text, name).map_err(anyhow::Error::msg)?;
+                let work = rtapp::parse(&text, name)?;
                 let (e, w) = timed(work, 2, secs, flavour)?;
                 events = e;
                 walls.push(w);
@@ -442,7 +442,7 @@ fn bench() -> anyhow::Result<ExitCode> {
             let json = format!(
                 r#"{{"tasks": {{"p": {{"instance": {tasks}, "loop": -1, "run": 1000, "timer": {{"ref": "unique", "period": 10000}}}}}}}}"#
             );
-            let work = rtapp::parse(&json, "synthetic").map_err(anyhow::Error::msg)?;
+            let work = rtapp::parse(&json, "synthetic")?;
             let secs = 2.0;
             let (events, wall) = timed(work, cpus, secs, Flavour::Eevdf)?;
             println!(

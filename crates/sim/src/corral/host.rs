@@ -197,7 +197,7 @@ impl<K: SchedClass> SimHost<K> {
     fn enforce(&mut self, t: TaskId, spec: &GroupSpec, cpus: &[usize]) -> Result<(), SimError> {
         self.m
             .set_cpuset(t, Some(cpus.to_vec()))
-            .map_err(SimError::Refused)?;
+            .map_err(|e| SimError::Refused(e.to_string()))?;
         let nice = spec.nice.unwrap_or(self.origin[t].nice);
         if nice != self.m.task_nice(t) && self.fair(t) {
             self.m.renice(t, nice);
@@ -224,9 +224,11 @@ impl<K: SchedClass> SimHost<K> {
         let origin = self.origin[t].clone();
         self.m
             .move_task(t, &origin.cgroup)
-            .map_err(SimError::Refused)?;
+            .map_err(|e| SimError::Refused(e.to_string()))?;
         self.cgroup[t] = origin.cgroup.clone();
-        self.m.set_cpuset(t, None).map_err(SimError::Refused)?;
+        self.m
+            .set_cpuset(t, None)
+            .map_err(|e| SimError::Refused(e.to_string()))?;
         if self.fair(t) {
             if self.m.task_nice(t) != origin.nice {
                 self.m.renice(t, origin.nice);
@@ -334,7 +336,7 @@ impl<K: SchedClass> Host for SimHost<K> {
                 let path = format!("{ROOT}/{}", spec.name);
                 self.m
                     .set_group_shares(&path, spec.shares)
-                    .map_err(SimError::Refused)?;
+                    .map_err(|e| SimError::Refused(e.to_string()))?;
                 self.groups.insert(spec.name.clone(), spec.clone());
                 let members: Vec<TaskId> = self
                     .placed
@@ -357,7 +359,9 @@ impl<K: SchedClass> Host for SimHost<K> {
                 let cpus = self.cpus_of(&spec)?;
                 let path: Arc<str> = Arc::from(format!("{ROOT}/{group}"));
                 if self.cgroup[t] != path {
-                    self.m.move_task(t, &path).map_err(SimError::Refused)?;
+                    self.m
+                        .move_task(t, &path)
+                        .map_err(|e| SimError::Refused(e.to_string()))?;
                     self.cgroup[t] = path;
                 }
                 self.placed.insert(t, group.clone());

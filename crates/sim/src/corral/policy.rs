@@ -17,6 +17,7 @@
 
 use crate::corral::host::SimHost;
 use crate::engine::Ns;
+use crate::error::Error;
 use crate::sched::kernel::SchedClass;
 use corral_core::config::Config;
 use corral_core::host::Host;
@@ -69,19 +70,19 @@ pub fn run<K: SchedClass>(
     boosts: &[BoostScript],
     end: Ns,
     observe: &mut dyn FnMut(&SimHost<K>),
-) -> Result<(Daemon<SimHost<K>>, PolicyReport), String> {
+) -> Result<(Daemon<SimHost<K>>, PolicyReport), Error> {
     let interval = config.daemon.interval_ms.max(1) * 1_000_000;
-    let mut daemon = Daemon::new(host, config).map_err(|e| e.to_string())?;
+    let mut daemon = Daemon::new(host, config)?;
     let mut report = PolicyReport::default();
     let tids: Vec<Option<u32>> = boosts
         .iter()
         .map(|b| daemon.host().task_named(&b.task).map(SimHost::<K>::tid_of))
         .collect();
     if let Some(i) = tids.iter().position(Option::is_none) {
-        return Err(format!(
+        return Err(Error::Platform(format!(
             "boost script: no task named {:?} in the workload",
             boosts[i].task
-        ));
+        )));
     }
     let mut next_boost: Vec<Option<Ns>> = boosts
         .iter()
@@ -109,7 +110,7 @@ pub fn run<K: SchedClass>(
         let now = daemon.host().now_ns();
         match schedule.due(now) {
             Due::Step => {
-                let r = daemon.step().map_err(|e| e.to_string())?;
+                let r = daemon.step()?;
                 report.steps += 1;
                 report.changes += r.changes.len();
                 report
@@ -119,7 +120,7 @@ pub fn run<K: SchedClass>(
                 observe(daemon.host());
             }
             Due::Quick => {
-                if let Some(r) = daemon.quick_step().map_err(|e| e.to_string())? {
+                if let Some(r) = daemon.quick_step()? {
                     report.changes += r.changes.len();
                     report
                         .errors

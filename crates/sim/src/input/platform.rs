@@ -33,6 +33,7 @@
 //! Unknown keys are refused, with the file, line and key.
 
 use crate::engine::Ns;
+use crate::error::Error;
 use crate::sched::machine::Platform;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -126,17 +127,17 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// Parses a platform file; errors read `FILE:LINE: key: message`.
-pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
+pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
     let f: File = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
-        format!("{file}:{line}: {}", e.message().trim())
+        Error::Platform(format!("{file}:{line}: {}", e.message().trim()))
     })?;
     let at = |key: &str, msg: String| {
         let line = text
             .lines()
             .position(|l| l.trim_start().starts_with(key))
             .map_or(0, |i| i + 1);
-        format!("{file}:{line}: {key}: {msg}")
+        Error::Platform(format!("{file}:{line}: {key}: {msg}"))
     };
     let capacities = match (f.cpus, f.capacities) {
         (Some(_), Some(_)) => {
@@ -152,7 +153,11 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
         }
         (Some(n), None) => vec![1024; n],
         (None, Some(c)) => c,
-        (None, None) => return Err(format!("{file}: no `cpus` or `capacities`")),
+        (None, None) => {
+            return Err(Error::Platform(format!(
+                "{file}: no `cpus` or `capacities`"
+            )))
+        }
     };
     if capacities.is_empty() || capacities.len() > 4096 {
         return Err(at("cpus", "1 to 4096 CPUs".into()));
@@ -194,7 +199,8 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
         None => Default::default(),
     };
     let n = capacities.len();
-    let hotplug = parse_hotplug(&f.hotplug.join(","), n).map_err(|e| at("hotplug", e))?;
+    let hotplug =
+        parse_hotplug(&f.hotplug.join(","), n).map_err(|e| at("hotplug", e.to_string()))?;
     for (path, g) in &f.groups {
         if !path.starts_with('/') || path == "/" {
             return Err(at(
@@ -282,11 +288,15 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, String> {
 }
 
 /// Parses hot-plug events, "2s:cpu1=off,5500ms:cpu1=on".
-pub fn parse_hotplug(spec: &str, ncpus: usize) -> Result<Vec<(Ns, usize, bool)>, String> {
+pub fn parse_hotplug(spec: &str, ncpus: usize) -> Result<Vec<(Ns, usize, bool)>, Error> {
     spec.split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|item| {
-            let bad = || format!("{item:?} is not TIME:cpuN=on|off (e.g. 2s:cpu1=off)");
+            let bad = || {
+                Error::Platform(format!(
+                    "{item:?} is not TIME:cpuN=on|off (e.g. 2s:cpu1=off)"
+                ))
+            };
             let (t, what) = item.trim().split_once(':').ok_or_else(bad)?;
             let ns = parse_time(t).ok_or_else(bad)?;
             let (cpu, state) = what.split_once('=').ok_or_else(bad)?;
@@ -296,7 +306,9 @@ pub fn parse_hotplug(spec: &str, ncpus: usize) -> Result<Vec<(Ns, usize, bool)>,
                 .parse()
                 .map_err(|_| bad())?;
             if cpu >= ncpus {
-                return Err(format!("CPU {cpu} does not exist ({ncpus} CPUs)"));
+                return Err(Error::Platform(format!(
+                    "CPU {cpu} does not exist ({ncpus} CPUs)"
+                )));
             }
             let on = match state {
                 "on" => true,
@@ -329,7 +341,7 @@ pub fn parse_time(t: &str) -> Option<Ns> {
 /// the platform's that no task runs in or under (`--group-shares
 /// bg=52` for a workload whose tasks name no `taskgroup` `/bg`). Either
 /// would otherwise be dropped without a word.
-pub fn check_fit(work: &crate::input::rtapp::Workload, spec: &PlatformSpec) -> Result<(), String> {
+pub fn check_fit(work: &crate::input::rtapp::Workload, spec: &PlatformSpec) -> Result<(), Error> {
     let n = spec.platform.capacities.len() as u32;
     for t in &work.tasks {
         let sets = std::iter::once(("", t.cpus.as_ref()))
@@ -341,11 +353,11 @@ pub fn check_fit(work: &crate::input::rtapp::Workload, spec: &PlatformSpec) -> R
                 } else {
                     format!(", phase {phase:?}")
                 };
-                return Err(format!(
+                return Err(Error::Platform(format!(
                     "task {:?}{at}: \"cpus\" names CPU {c}, and the platform has {n} (0-{})",
                     t.name,
                     n.saturating_sub(1)
-                ));
+                )));
             }
         }
     }
@@ -364,14 +376,14 @@ pub fn check_fit(work: &crate::input::rtapp::Workload, spec: &PlatformSpec) -> R
                 .iter()
                 .filter_map(|t| t.taskgroup.as_deref())
                 .collect();
-            return Err(format!(
+            return Err(Error::Platform(format!(
                 "group {norm}: no task runs in it (the workload's taskgroups: {})",
                 if named.is_empty() {
                     "none, every task is in /".to_string()
                 } else {
                     named.into_iter().collect::<Vec<_>>().join(", ")
                 }
-            ));
+            )));
         }
     }
     Ok(())
@@ -386,7 +398,7 @@ pub fn build(
     flavour: crate::sched::fair::Flavour,
 ) -> Result<
     crate::sched::machine::Machine<crate::sched::classes::Classes<crate::sched::fair::Fair>>,
-    String,
+    Error,
 > {
     use crate::sched::fair::{Fair, Flavour};
     use crate::sched::rt::RtBandwidth;
@@ -425,14 +437,17 @@ pub fn build_old(
     work: crate::input::rtapp::Workload,
     spec: &PlatformSpec,
     model: crate::models::Model,
-) -> Result<crate::sched::machine::Machine<Box<dyn crate::sched::kernel::SchedClass>>, String> {
+) -> Result<crate::sched::machine::Machine<Box<dyn crate::sched::kernel::SchedClass>>, Error> {
     let n = spec.platform.capacities.len();
     check_fit(&work, spec)?;
     let k = model
         .run_queue(n, spec.platform.hz)
-        .ok_or_else(|| format!("{model} is not a run-queue model"))?;
+        .ok_or_else(|| Error::Invalid(format!("{model} is not a run-queue model")))?;
     if let Some(g) = spec.groups.keys().next() {
-        return Err(format!("{model}: no group scheduling (group {g})"));
+        return Err(Error::unsupported(
+            &model.to_string(),
+            format!("no group scheduling (group {g})"),
+        ));
     }
     crate::sched::machine::Machine::new(spec.platform.clone(), work, k)
 }
@@ -483,21 +498,32 @@ quota_us = 50000
 
     #[test]
     fn errors_name_file_line_and_key() {
-        let e = parse("cpus = 2\nhz = 7\n", "p.toml").unwrap_err();
+        let e = parse("cpus = 2\nhz = 7\n", "p.toml")
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "p.toml:2: hz: 7 is not a CONFIG_HZ (100 to 1000)");
-        let e = parse("cpus = 2\nspeed = 3\n", "p.toml").unwrap_err();
+        let e = parse("cpus = 2\nspeed = 3\n", "p.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("p.toml:2: unknown field `speed`"), "{e}");
-        let e = parse("cpus = 2\nhotplug = [\"1s:cpu5=off\"]\n", "p.toml").unwrap_err();
+        let e = parse("cpus = 2\nhotplug = [\"1s:cpu5=off\"]\n", "p.toml")
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "p.toml:2: hotplug: CPU 5 does not exist (2 CPUs)");
-        let e = parse("cpus = 1\n[groups.\"/g\"]\nshares = 1\n", "p.toml").unwrap_err();
+        let e = parse("cpus = 1\n[groups.\"/g\"]\nshares = 1\n", "p.toml")
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "p.toml:3: shares: /g: 2 to 262144");
         let e = parse(
             "cpus = 1\n[[boost]]\ntask = \"x\"\nat = \"soon\"\n",
             "p.toml",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(e, "p.toml:4: at: \"soon\" is not a time (e.g. 1s, 200ms)");
-        let e = parse("cpus = 1\ntick_phase = \"4ms\"\n", "p.toml").unwrap_err();
+        let e = parse("cpus = 1\ntick_phase = \"4ms\"\n", "p.toml")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "p.toml:2: tick_phase: \"4ms\" is not less than one tick (1 s / 250)"
@@ -527,7 +553,9 @@ quota_us = 50000
 
     #[test]
     fn a_huge_cpu_count_is_refused_before_allocating() {
-        let e = parse("cpus = 99999999999\n", "p.toml").unwrap_err();
+        let e = parse("cpus = 99999999999\n", "p.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("p.toml:1: cpus: 1 to 4096 CPUs"), "{e}");
         assert!(parse("cpus = 0\n", "p.toml").is_err());
     }

@@ -372,13 +372,13 @@ impl<Q: RunQueue24> SchedClass for Sched24<Q> {
         }
     }
 
-    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), crate::error::Error> {
         self.ensure(t);
         self.tasks[t].policy = Policy24::from_policy(self.q.name(), policy)?;
         Ok(())
     }
 
-    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
+    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), crate::error::Error> {
         self.ensure(t);
         self.tasks[t].policy.check_rt_priority(t, prio)?;
         self.tasks[t].rt_priority = prio;

@@ -364,13 +364,13 @@ impl SchedClass for O1 {
         }
     }
 
-    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), crate::error::Error> {
         self.ensure(t);
         self.tasks[t].kind = Kind::from_policy("o1", policy)?;
         Ok(())
     }
 
-    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
+    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), crate::error::Error> {
         self.ensure(t);
         self.tasks[t].kind.check_rt_priority(t, prio)?;
         self.tasks[t].rt_priority = prio;

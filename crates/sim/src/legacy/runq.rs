@@ -49,24 +49,28 @@ impl ClassicPolicy {
     }
 
     /// `policy` as model `model` sees it; the error names the model.
-    pub fn from_policy(model: &str, policy: Policy) -> Result<ClassicPolicy, String> {
+    pub fn from_policy(model: &str, policy: Policy) -> Result<ClassicPolicy, crate::error::Error> {
         match policy {
             Policy::Other => Ok(ClassicPolicy::Other),
             Policy::Fifo => Ok(ClassicPolicy::Fifo),
             Policy::Rr => Ok(ClassicPolicy::Rr),
-            Policy::Batch | Policy::Idle => Err(format!(
+            Policy::Batch | Policy::Idle => Err(crate::error::Error::Invalid(format!(
                 "{model}: {policy:?} is not modelled (SCHED_OTHER, SCHED_FIFO, SCHED_RR only)"
-            )),
+            ))),
         }
     }
 
     /// Whether task `t` of this policy may take RT priority `prio`.
-    pub fn check_rt_priority(self, t: TaskId, prio: i32) -> Result<(), String> {
+    pub fn check_rt_priority(self, t: TaskId, prio: i32) -> Result<(), crate::error::Error> {
         if !self.is_rt() {
-            return Err(format!("task {t} is not SCHED_FIFO or SCHED_RR"));
+            return Err(crate::error::Error::Invalid(format!(
+                "task {t} is not SCHED_FIFO or SCHED_RR"
+            )));
         }
         if !(1..=99).contains(&prio) {
-            return Err(format!("RT priority must be 1 to 99, not {prio}"));
+            return Err(crate::error::Error::Invalid(format!(
+                "RT priority must be 1 to 99, not {prio}"
+            )));
         }
         Ok(())
     }

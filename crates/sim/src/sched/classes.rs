@@ -44,7 +44,7 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         }
     }
 
-    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), crate::error::Error> {
         if self.is_rt.len() <= t {
             self.is_rt.resize(t + 1, false);
             self.policy.resize(t + 1, Policy::Other);
@@ -58,18 +58,20 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         }
     }
 
-    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
+    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), crate::error::Error> {
         if !self.rt_task(t) {
-            return Err(format!("task {t} is not SCHED_FIFO or SCHED_RR"));
+            return Err(crate::error::Error::Invalid(format!(
+                "task {t} is not SCHED_FIFO or SCHED_RR"
+            )));
         }
         self.rt.set_task(t, self.policy[t], prio)
     }
 
-    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), crate::error::Error> {
         self.fair.set_slice(t, slice_ns)
     }
 
-    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), crate::error::Error> {
         if self.rt_task(t) {
             // XXX: RT group scheduling (CONFIG_RT_GROUP_SCHED) is not
             // modelled; the group only matters to the fair class.
@@ -78,7 +80,7 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         self.fair.set_task_group(t, path)
     }
 
-    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), crate::error::Error> {
         self.fair.set_group_shares(path, shares)
     }
 
@@ -87,7 +89,7 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         path: &str,
         quota_ns: Option<Ns>,
         period_ns: Ns,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::error::Error> {
         self.fair.set_group_quota(path, quota_ns, period_ns)
     }
 

@@ -1073,12 +1073,12 @@ impl SchedClass for Fair {
         }
     }
 
-    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), crate::error::Error> {
         if policy.is_rt() {
-            return Err(format!(
+            return Err(crate::error::Error::Invalid(format!(
                 "{policy:?} belongs to the RT class, which this model lacks ({} alone)",
                 self.name()
-            ));
+            )));
         }
         self.ensure_task(t);
         self.tasks[t].policy = policy;
@@ -1089,9 +1089,12 @@ impl SchedClass for Fair {
         Ok(())
     }
 
-    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), crate::error::Error> {
         if self.flavour != Flavour::Eevdf {
-            return Err(format!("{}: no per-task slice before EEVDF", self.name()));
+            return Err(crate::error::Error::Invalid(format!(
+                "{}: no per-task slice before EEVDF",
+                self.name()
+            )));
         }
         self.ensure_task(t);
         let e = self.tasks[t].entity;
@@ -1120,13 +1123,15 @@ impl SchedClass for Fair {
         Ok(())
     }
 
-    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), crate::error::Error> {
         let g = self.group(path);
         self.ensure_task(t);
         let e = self.tasks[t].entity;
         if self.entities[e].on_rq {
             if !self.entities[e].delayed {
-                return Err(format!("task {t} is queued: dequeue it before moving it"));
+                return Err(crate::error::Error::Invalid(format!(
+                    "task {t} is queued: dequeue it before moving it"
+                )));
             }
             // A delayed sleeper leaves its old group's queue first.
             self.finish_delayed(e);
@@ -1135,7 +1140,7 @@ impl SchedClass for Fair {
         Ok(())
     }
 
-    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), crate::error::Error> {
         let g = self.group(path);
         self.groups[g].shares = shares.max(MIN_SHARES);
         // sched_group_set_shares: every CPU's group entity takes its new
@@ -1151,19 +1156,23 @@ impl SchedClass for Fair {
         path: &str,
         quota_ns: Option<Ns>,
         period_ns: Ns,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::error::Error> {
         // The kernel's limits: period 1 ms – 1 s, quota ≥ 1 ms.
         if !(1_000_000..=1_000_000_000).contains(&period_ns) {
-            return Err(format!(
+            return Err(crate::error::Error::Invalid(format!(
                 "group {path}: period must be 1 ms to 1 s, not {period_ns} ns"
-            ));
+            )));
         }
         if quota_ns.is_some_and(|q| q < 1_000_000) {
-            return Err(format!("group {path}: quota must be at least 1 ms"));
+            return Err(crate::error::Error::Invalid(format!(
+                "group {path}: quota must be at least 1 ms"
+            )));
         }
         let g = self.group(path);
         if g == 0 {
-            return Err("the root group has no bandwidth limit".into());
+            return Err(crate::error::Error::Invalid(
+                "the root group has no bandwidth limit".into(),
+            ));
         }
         self.groups[g].quota = quota_ns.map(|q| Bandwidth {
             quota_ns: q,

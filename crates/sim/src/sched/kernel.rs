@@ -138,33 +138,36 @@ pub trait SchedClass {
     fn set_nice(&mut self, t: TaskId, nice: i32);
     /// Sets a task's policy (before it first runs); a class refuses the
     /// policies it does not schedule.
-    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String>;
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), crate::error::Error>;
     /// Sets an RT task's priority, 1–99 (after [`SchedClass::set_policy`]).
-    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
+    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), crate::error::Error> {
         let _ = (t, prio);
-        Err(format!("{}: no RT class", self.name()))
+        Err(crate::error::Error::unsupported(self.name(), "no RT class"))
     }
     /// Sets (Some) or clears (None) a task's own slice, ns
     /// (`sched_attr.sched_runtime` for SCHED_OTHER since Linux 6.12).
-    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), crate::error::Error> {
         let _ = (t, slice_ns);
-        Err(format!("{}: no per-task slice", self.name()))
+        Err(crate::error::Error::unsupported(
+            self.name(),
+            "no per-task slice",
+        ))
     }
     /// Puts a task in a cgroup of the cpu controller (`/a/b`), before it
     /// first runs. Models without group scheduling refuse.
-    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), crate::error::Error> {
         let _ = t;
-        Err(format!(
-            "{}: no group scheduling (taskgroup {path:?})",
-            self.name()
+        Err(crate::error::Error::unsupported(
+            self.name(),
+            format!("no group scheduling (taskgroup {path:?})"),
         ))
     }
     /// Sets a group's `cpu.shares`.
-    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), crate::error::Error> {
         let _ = shares;
-        Err(format!(
-            "{}: no group scheduling (group {path:?})",
-            self.name()
+        Err(crate::error::Error::unsupported(
+            self.name(),
+            format!("no group scheduling (group {path:?})"),
         ))
     }
     /// Sets (Some) or lifts (None) a group's CPU bandwidth limit:
@@ -175,11 +178,11 @@ pub trait SchedClass {
         path: &str,
         quota_ns: Option<Ns>,
         period_ns: Ns,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::error::Error> {
         let _ = (quota_ns, period_ns);
-        Err(format!(
-            "{}: no CPU bandwidth control (group {path:?})",
-            self.name()
+        Err(crate::error::Error::unsupported(
+            self.name(),
+            format!("no CPU bandwidth control (group {path:?})"),
         ))
     }
     /// Charges the running task of `cpu` for the time since it was last
@@ -260,19 +263,19 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     fn set_nice(&mut self, t: TaskId, nice: i32) {
         (**self).set_nice(t, nice)
     }
-    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), String> {
+    fn set_policy(&mut self, t: TaskId, policy: Policy) -> Result<(), crate::error::Error> {
         (**self).set_policy(t, policy)
     }
-    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), String> {
+    fn set_rt_priority(&mut self, t: TaskId, prio: i32) -> Result<(), crate::error::Error> {
         (**self).set_rt_priority(t, prio)
     }
-    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+    fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), crate::error::Error> {
         (**self).set_slice(t, slice_ns)
     }
-    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+    fn set_task_group(&mut self, t: TaskId, path: &str) -> Result<(), crate::error::Error> {
         (**self).set_task_group(t, path)
     }
-    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+    fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), crate::error::Error> {
         (**self).set_group_shares(path, shares)
     }
     fn set_group_quota(
@@ -280,7 +283,7 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
         path: &str,
         quota_ns: Option<Ns>,
         period_ns: Ns,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::error::Error> {
         (**self).set_group_quota(path, quota_ns, period_ns)
     }
     fn update_curr(&mut self, cpu: usize, now: Ns) {

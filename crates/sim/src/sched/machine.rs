@@ -12,10 +12,11 @@
 //! ([`crate::sched::classes`]). Hot-plug and NOHZ idle are the machine's.
 
 use crate::engine::{FastMap, Ns, Queue};
+use crate::error::Error;
 use crate::input::rtapp::{Event, Name, TimerMode, Workload};
 use crate::out::hist::{Histogram, SignedHistogram};
 use crate::sched::kernel::{SchedClass, TaskId};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 /// The CPUs.
@@ -266,9 +267,9 @@ struct GovState {
 impl Machine<crate::sched::classes::Classes<crate::sched::fair::Fair>> {
     /// Marks `t` as an input-handling task for paper 001's balancing
     /// ([`crate::sched::fair::Fair::set_interactive`]).
-    pub fn set_interactive(&mut self, t: TaskId, on: bool) -> Result<(), String> {
+    pub fn set_interactive(&mut self, t: TaskId, on: bool) -> Result<(), Error> {
         if t >= self.tasks.len() {
-            return Err(format!("no task {t}"));
+            return Err(Error::Invalid(format!("no task {t}")));
         }
         self.k.fair.set_interactive(t, on);
         Ok(())
@@ -276,45 +277,69 @@ impl Machine<crate::sched::classes::Classes<crate::sched::fair::Fair>> {
 }
 
 /// Who shares each CPU's run queue, and for how long pairs did.
+///
+/// A pair's time is the overlap of the two tasks' stays on a CPU's queue:
+/// when one of them leaves at `now`, `now − max(joined_a, joined_b,
+/// counted)` is added, `counted` being the last time the CPU's open pairs
+/// were charged (the end of a run). A change costs one pass over that
+/// CPU's members, not over its pairs.
 #[derive(Debug, Default)]
 struct Sharing {
-    members: Vec<Vec<TaskId>>,
+    /// Each CPU's members and when each joined.
+    members: Vec<Vec<(TaskId, Ns)>>,
+    /// The last change on each CPU (a join, a leave, a settle).
     since: Vec<Ns>,
-    pairs: HashMap<(TaskId, TaskId), Ns>,
+    /// Up to when each CPU's open pairs are charged.
+    counted: Vec<Ns>,
+    pairs: FastMap<(TaskId, TaskId), Ns>,
 }
 
 impl Sharing {
-    fn settle(&mut self, cpu: usize, now: Ns) {
-        let dt = now - self.since[cpu];
-        self.since[cpu] = now;
-        if dt == 0 {
-            return;
+    fn charge(&mut self, a: (TaskId, Ns), b: (TaskId, Ns), cpu: usize, now: Ns) {
+        let from = a.1.max(b.1).max(self.counted[cpu]);
+        if now > from {
+            *self.pairs.entry((a.0.min(b.0), a.0.max(b.0))).or_default() += now - from;
         }
-        let m = &self.members[cpu];
+    }
+
+    /// Charges every pair still on `cpu`'s queue up to `now`.
+    fn settle(&mut self, cpu: usize, now: Ns) {
+        let m = std::mem::take(&mut self.members[cpu]);
         for (i, &a) in m.iter().enumerate() {
             for &b in &m[i + 1..] {
-                *self.pairs.entry((a.min(b), a.max(b))).or_default() += dt;
+                self.charge(a, b, cpu, now);
             }
         }
+        self.members[cpu] = m;
+        self.counted[cpu] = now;
+        self.since[cpu] = now;
     }
 
     fn join(&mut self, cpu: usize, t: TaskId, now: Ns) {
-        self.settle(cpu, now);
-        self.members[cpu].push(t);
+        self.since[cpu] = now;
+        self.members[cpu].push((t, now));
     }
 
     fn leave(&mut self, cpu: usize, t: TaskId, now: Ns) {
-        self.settle(cpu, now);
-        self.members[cpu].retain(|&x| x != t);
+        self.since[cpu] = now;
+        let Some(i) = self.members[cpu].iter().position(|&(x, _)| x == t) else {
+            return;
+        };
+        let me = self.members[cpu].remove(i);
+        let m = std::mem::take(&mut self.members[cpu]);
+        for &b in &m {
+            self.charge(me, b, cpu, now);
+        }
+        self.members[cpu] = m;
     }
 }
 
 impl<K: SchedClass> Machine<K> {
     /// Builds the machine; refuses what is not modelled yet.
-    pub fn new(platform: Platform, work: Workload, mut k: K) -> Result<Machine<K>, String> {
+    pub fn new(platform: Platform, work: Workload, mut k: K) -> Result<Machine<K>, Error> {
         let ncpus = platform.capacities.len();
         if ncpus == 0 {
-            return Err("a platform needs at least one CPU".into());
+            return Err(Error::Invalid("a platform needs at least one CPU".into()));
         }
         let mut tasks = Vec::new();
         // Resource names become indices once, here.
@@ -357,7 +382,10 @@ impl<K: SchedClass> Machine<K> {
             // The first phase's CPUs, else the task's.
             let allowed = cpus_of(t, 0, ncpus);
             if allowed.is_empty() {
-                return Err(format!("task {:?}: none of its CPUs exist", t.name));
+                return Err(Error::Invalid(format!(
+                    "task {:?}: none of its CPUs exist",
+                    t.name
+                )));
             }
             for p in &t.phases {
                 for e in &p.events {
@@ -368,17 +396,23 @@ impl<K: SchedClass> Machine<K> {
             }
             for instance in 0..t.instances {
                 let id = tasks.len();
-                k.set_policy(id, t.policy)
-                    .map_err(|e| format!("task {:?}: {e}", t.name))?;
+                k.set_policy(id, t.policy).map_err(|e| Error::Task {
+                    task: t.name.to_string(),
+                    source: Box::new(e),
+                })?;
                 if t.policy.is_rt() {
-                    k.set_rt_priority(id, t.priority)
-                        .map_err(|e| format!("task {:?}: {e}", t.name))?;
+                    k.set_rt_priority(id, t.priority).map_err(|e| Error::Task {
+                        task: t.name.to_string(),
+                        source: Box::new(e),
+                    })?;
                 } else {
                     k.set_nice(id, t.priority);
                 }
                 if let Some(g) = &t.taskgroup {
-                    k.set_task_group(id, g)
-                        .map_err(|e| format!("task {:?}: {e}", t.name))?;
+                    k.set_task_group(id, g).map_err(|e| Error::Task {
+                        task: t.name.to_string(),
+                        source: Box::new(e),
+                    })?;
                 }
                 k.set_allowed(id, &allowed);
                 tasks.push(Task {
@@ -426,25 +460,33 @@ impl<K: SchedClass> Machine<K> {
         }
         for &(at, cpu, on) in &platform.hotplug {
             if cpu >= ncpus {
-                return Err(format!("hot-plug of CPU {cpu}, but there are {ncpus} CPUs"));
+                return Err(Error::Invalid(format!(
+                    "hot-plug of CPU {cpu}, but there are {ncpus} CPUs"
+                )));
             }
             q.at(at, Ev::Hotplug(cpu, on));
         }
         if let Some(g) = &platform.governor {
             if g.period == 0 {
-                return Err("the hot-plug governor's period must be above 0".into());
+                return Err(Error::Invalid(
+                    "the hot-plug governor's period must be above 0".into(),
+                ));
             }
             q.at(g.period, Ev::Governor);
         }
         let mut online = vec![true; ncpus];
         for &cpu in &platform.offline {
             if cpu >= ncpus {
-                return Err(format!("CPU {cpu} offline, but there are {ncpus} CPUs"));
+                return Err(Error::Invalid(format!(
+                    "CPU {cpu} offline, but there are {ncpus} CPUs"
+                )));
             }
             online[cpu] = false;
         }
         if !online.iter().any(|&o| o) {
-            return Err("at least one CPU must be online at the start".into());
+            return Err(Error::Invalid(
+                "at least one CPU must be online at the start".into(),
+            ));
         }
         // Tasks start on an online CPU they may use (any online CPU when
         // none of theirs is, as select_fallback_rq does).
@@ -510,13 +552,14 @@ impl<K: SchedClass> Machine<K> {
     }
 
     /// Tracks how long each pair of tasks shares a CPU's run queue (cost:
-    /// pairs per CPU at every change; meant for small task sets).
+    /// the CPU's members at every change, its pairs at the end of a run).
     pub fn track_sharing(&mut self) {
         let n = self.platform.capacities.len();
         self.sharing = Some(Sharing {
             members: vec![Vec::new(); n],
             since: vec![self.q.now(); n],
-            pairs: HashMap::new(),
+            counted: vec![self.q.now(); n],
+            pairs: FastMap::default(),
         });
     }
 
@@ -586,7 +629,7 @@ impl<K: SchedClass> Machine<K> {
 
     /// Sets a cgroup's `cpu.shares`, before running or now (the running
     /// tasks are charged at their old weights first).
-    pub fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), String> {
+    pub fn set_group_shares(&mut self, path: &str, shares: u64) -> Result<(), Error> {
         let now = self.now();
         for cpu in 0..self.online.len() {
             if self.k.curr(cpu).is_some() {
@@ -597,14 +640,14 @@ impl<K: SchedClass> Machine<K> {
     }
 
     /// Sets (Some) or clears a task's own EEVDF slice, ns.
-    pub fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), String> {
+    pub fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), Error> {
         self.k.set_slice(t, slice_ns)
     }
 
     /// Moves task `t` into cgroup `path` of the cpu controller, now
     /// (`sched_move_task`: off its queue, into the group, back on; a
     /// running task is put back and the CPU picks again).
-    pub fn move_task(&mut self, t: TaskId, path: &str) -> Result<(), String> {
+    pub fn move_task(&mut self, t: TaskId, path: &str) -> Result<(), Error> {
         let now = self.now();
         let cpu = self.tasks[t].cpu;
         match self.tasks[t].state {
@@ -637,13 +680,13 @@ impl<K: SchedClass> Machine<K> {
     /// Confines task `t` to `cpus` (its cpuset; `None` lifts it), now. A
     /// task on a CPU it may no longer use moves to one it may
     /// (`__set_cpus_allowed_ptr` → `migration_cpu_stop`).
-    pub fn set_cpuset(&mut self, t: TaskId, cpus: Option<Vec<usize>>) -> Result<(), String> {
+    pub fn set_cpuset(&mut self, t: TaskId, cpus: Option<Vec<usize>>) -> Result<(), Error> {
         let n = self.platform.capacities.len();
         if let Some(c) = cpus.as_ref().and_then(|c| c.iter().find(|&&c| c >= n)) {
-            return Err(format!("CPU {c} does not exist ({n} CPUs)"));
+            return Err(Error::Invalid(format!("CPU {c} does not exist ({n} CPUs)")));
         }
         if cpus.as_ref().is_some_and(|c| c.is_empty()) {
-            return Err("an empty cpuset".into());
+            return Err(Error::Invalid("an empty cpuset".into()));
         }
         let task = &mut self.tasks[t];
         task.cpuset = cpus;
@@ -713,7 +756,7 @@ impl<K: SchedClass> Machine<K> {
         path: &str,
         quota_ns: Option<Ns>,
         period_ns: Ns,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         self.k.set_group_quota(path, quota_ns, period_ns)
     }
 

@@ -168,11 +168,16 @@ impl Rt {
         99 - self.tasks[t].prio.clamp(1, 99) as usize
     }
 
-    pub fn set_task(&mut self, t: TaskId, policy: Policy, prio: i32) -> Result<(), String> {
+    pub fn set_task(
+        &mut self,
+        t: TaskId,
+        policy: Policy,
+        prio: i32,
+    ) -> Result<(), crate::error::Error> {
         if !(1..=99).contains(&prio) {
-            return Err(format!(
+            return Err(crate::error::Error::Invalid(format!(
                 "RT priority must be 1 to 99 for {policy:?}, not {prio}"
-            ));
+            )));
         }
         self.ensure(t);
         self.tasks[t] = RtTask {

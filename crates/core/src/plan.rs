@@ -194,7 +194,9 @@ pub struct Unplanned {
     pub spawners: std::collections::BTreeSet<u32>,
 }
 
-/// As [`plan`], leaving room for `unplanned`.
+/// As [`plan`], leaving room for `unplanned`, in six steps: the CPUs to
+/// plan over, the CPUs raised boosts reserve, the dedicated cores, the
+/// class groups on the rest, the boost groups, the eviction.
 pub fn plan_around(
     topo: &Topology,
     threads: &[PlanThread],
@@ -202,68 +204,178 @@ pub fn plan_around(
     previous: Option<&Plan>,
     unplanned: &Unplanned,
 ) -> Plan {
-    let pinned = &unplanned.pinned;
     let mut out = Plan::default();
-    let mut usable = topo.online.difference(&topo.isolated);
-    if usable.is_empty() {
-        usable = topo.online.clone();
-    }
-    if usable.is_empty() {
+    let Some(cpus) = Cpus::usable(topo) else {
         out.notes.push("no CPU is online: nothing planned".into());
         return out;
-    }
+    };
     let mut threads: Vec<&PlanThread> = threads.iter().collect();
     threads.sort_by_key(|t| t.tid);
     threads.dedup_by_key(|t| t.tid);
-    let capacity = |cpu: u32| topo.cpu(cpu).map_or(CAPACITY_SCALE, |c| c.capacity);
+    let (reserved, own_cpu) = if cfg.boost_evict {
+        reserve_for_boosts(&cpus, &threads)
+    } else {
+        Default::default()
+    };
+    let (boosting, threads): (Vec<&PlanThread>, Vec<&PlanThread>) =
+        threads.into_iter().partition(|t| t.boost != Boost::None);
+    let ded = dedicate(&cpus, &threads, &boosting, cfg, previous, unplanned);
+    let resting_cpu = place_dedicated(&mut out, &ded, cfg);
+    let rest = place_classes(&mut out, &cpus, &threads, &ded, cfg);
+    place_boosts(
+        &mut out,
+        &cpus,
+        &boosting,
+        &own_cpu,
+        &resting_cpu,
+        &rest,
+        cfg,
+    );
+    evict(&mut out, &cpus.usable, &reserved, &boosting);
+    out
+}
 
-    // Paper 001's boost, with the userspace form of its balancing rule
-    // (pull the largest-vruntime task off the boosted thread's run queue):
-    // a boosted thread's own group gets the highest weight, and its
-    // members nice and a short slice; with `boost_evict` the CPU it runs on
-    // is reserved for it — every other group leaves that CPU, heaviest
-    // threads included — while at least one CPU stays for everyone else.
-    // Memberships never change for a boost, only CPUs and weights (see
-    // [`Boost`]).
-    let mut reserved = CpuSet::new();
-    let mut own_cpu: BTreeMap<u32, u32> = BTreeMap::new();
-    if cfg.boost_evict {
-        let room = (usable.len() as usize).saturating_sub(1);
-        for t in threads.iter().filter(|t| t.boost == Boost::Active) {
-            if reserved.len() as usize >= room {
-                break;
-            }
-            let own = Some(t.cpu).filter(|&c| usable.contains(c) && !reserved.contains(c));
-            let pick = own.or_else(|| {
-                let mut free: Vec<u32> = usable.difference(&reserved).iter().collect();
-                free.sort_by(|&a, &b| capacity(b).cmp(&capacity(a)).then(a.cmp(&b)));
-                free.first().copied()
-            });
-            if let Some(cpu) = pick {
-                reserved.insert(cpu);
-                own_cpu.insert(t.tid, cpu);
-            }
+/// The CPUs a plan spreads over (online and not isolated; all online ones
+/// if every one is isolated), and what the steps ask of them.
+struct Cpus<'a> {
+    topo: &'a Topology,
+    usable: CpuSet,
+}
+
+impl<'a> Cpus<'a> {
+    fn usable(topo: &'a Topology) -> Option<Cpus<'a>> {
+        let mut usable = topo.online.difference(&topo.isolated);
+        if usable.is_empty() {
+            usable = topo.online.clone();
+        }
+        (!usable.is_empty()).then_some(Cpus { topo, usable })
+    }
+
+    fn capacity(&self, cpu: u32) -> u32 {
+        self.topo.cpu(cpu).map_or(CAPACITY_SCALE, |c| c.capacity)
+    }
+
+    /// The usable CPUs of `cpu`'s physical core (`topology/core_cpus_list`),
+    /// `cpu` alone if the topology does not say.
+    fn siblings(&self, cpu: u32) -> CpuSet {
+        let core = self
+            .topo
+            .cpu(cpu)
+            .and_then(|c| c.core_cpus.clone())
+            .unwrap_or_default()
+            .intersection(&self.usable);
+        if core.contains(cpu) {
+            core
+        } else {
+            std::iter::once(cpu).collect()
         }
     }
-    let boosting: Vec<&PlanThread> = threads
-        .iter()
-        .copied()
-        .filter(|t| t.boost != Boost::None)
-        .collect();
-    let threads: Vec<&PlanThread> = threads
-        .into_iter()
-        .filter(|t| t.boost == Boost::None)
-        .collect();
 
-    // A thread boosted before keeps its own group (see [`Boost`]), yet a
-    // heavy one still wants its core: it competes for one like the others,
-    // and its group at rest gets the CPU (raised, the boost decides; the
-    // others' groups are the same either way).
-    // Heavy threads, by peak (incumbents favoured), then tid.
+    /// Physical cores among the usable CPUs.
+    fn cores(&self) -> usize {
+        let mut seen: Vec<CpuSet> = Vec::new();
+        for cpu in self.usable.iter() {
+            let core = self.siblings(cpu);
+            if !seen.contains(&core) {
+                seen.push(core);
+            }
+        }
+        seen.len()
+    }
+
+    /// Usable CPUs fastest first; among equals the highest id, leaving CPU
+    /// 0 (where housekeeping and IRQs tend to land) to the shared group.
+    fn by_preference(&self, cpus: impl Iterator<Item = u32>) -> Vec<u32> {
+        let mut v: Vec<u32> = cpus.collect();
+        v.sort_by(|&a, &b| self.capacity(b).cmp(&self.capacity(a)).then(b.cmp(&a)));
+        v
+    }
+}
+
+/// Paper 001's boost, with the userspace form of its balancing rule (pull
+/// the largest-vruntime task off the boosted thread's run queue): with
+/// `boost_evict`, the CPU each raised boost runs on (else the fastest
+/// free one, lowest id first) is reserved for it — every other group
+/// leaves that CPU, heaviest threads included — while at least one CPU
+/// stays for everyone else. Memberships never change for a boost, only
+/// CPUs and weights (see [`Boost`]). Returns the reserved CPUs and each
+/// boosted thread's.
+fn reserve_for_boosts(cpus: &Cpus, threads: &[&PlanThread]) -> (CpuSet, BTreeMap<u32, u32>) {
+    let mut reserved = CpuSet::new();
+    let mut own_cpu = BTreeMap::new();
+    let room = (cpus.usable.len() as usize).saturating_sub(1);
+    for t in threads.iter().filter(|t| t.boost == Boost::Active) {
+        if reserved.len() as usize >= room {
+            break;
+        }
+        let own = Some(t.cpu).filter(|&c| cpus.usable.contains(c) && !reserved.contains(c));
+        let pick = own.or_else(|| {
+            let mut free: Vec<u32> = cpus.usable.difference(&reserved).iter().collect();
+            free.sort_by(|&a, &b| cpus.capacity(b).cmp(&cpus.capacity(a)).then(a.cmp(&b)));
+            free.first().copied()
+        });
+        if let Some(cpu) = pick {
+            reserved.insert(cpu);
+            own_cpu.insert(t.tid, cpu);
+        }
+    }
+    (reserved, own_cpu)
+}
+
+/// Paper 000's dedicated cores: which heavy threads get one, and where.
+struct Dedication<'a> {
+    /// (CPU, owner), in the order they were given.
+    dedicated: Vec<(u32, &'a PlanThread)>,
+    /// The dedicated CPUs and their siblings (whole cores).
+    taken: CpuSet,
+    /// Whether any core was dedicated in the plan in force.
+    dedicating: bool,
+    /// Threads wanting a whole CPU, cores that could be given, heavy
+    /// threads: for the notes.
+    wanting: usize,
+    slots: usize,
+    heavy: usize,
+}
+
+/// Heavy threads by peak (incumbents favoured), then tid, get the cores a
+/// plan may give (all but one); a thread boosted before keeps its own group
+/// (see [`Boost`]), yet a heavy one still competes for a core like the
+/// others, and its group at rest gets the CPU.
+///
+/// A dedicated core is a whole physical core: on an SMT machine the
+/// owner's siblings leave every other group, since a thread on a sibling
+/// shares the core's pipelines and caches with the owner; so the slots
+/// are counted in cores. A CPU is a candidate when no CPU of its core
+/// runs pinned work; incumbents keep their CPU if it is still usable,
+/// newcomers take the CPU they run on if it is as fast as the best free
+/// one (first come by rank), then the rest in preference order.
+///
+/// Among equals no one is dedicated: when more threads want a whole CPU
+/// (heavy, or runnable nearly all the time) than there are cores to give,
+/// a dedicated core would give one of them a CPU and squeeze the rest onto
+/// what is left (paper 000's rule picks one winner; with four identical
+/// hogs on two CPUs that is 1.0 / 0.33 / 0.33 / 0.33 instead of the
+/// kernel's 0.5 each, for no gain in throughput), and every exit of a
+/// short-lived winner (a compiler in a parallel build) re-plans. Once
+/// cores are dedicated, the threads squeezed onto the others are runnable
+/// nearly all the time because of that plan (a periodic thread that wants
+/// 0.35 of a CPU and gets 0.3 never sleeps): then only the heavy class
+/// counts, or the plan would undo itself every other step. Young CPU-bound
+/// threads are not squeezed by a plan (they were not classified when it
+/// was made): they always count, so a parallel build's compilers end a
+/// dedication instead of queueing beside it.
+fn dedicate<'a>(
+    cpus: &Cpus,
+    threads: &[&'a PlanThread],
+    boosting: &[&'a PlanThread],
+    cfg: &PlanConfig,
+    previous: Option<&Plan>,
+    unplanned: &Unplanned,
+) -> Dedication<'a> {
     let prev_cpu = |tid: u32| previous.and_then(|p| p.dedicated_cpu(tid));
     let mut heavy: Vec<&PlanThread> = threads
         .iter()
-        .chain(&boosting)
+        .chain(boosting)
         .copied()
         .filter(|t| t.class == Class::Heavy && !unplanned.spawners.contains(&t.tid))
         .collect();
@@ -276,123 +388,92 @@ pub fn plan_around(
             }
     };
     heavy.sort_by(|a, b| rank(b).total_cmp(&rank(a)).then(a.tid.cmp(&b.tid)));
-    // A dedicated core is a whole physical core: on an SMT machine the
-    // owner's siblings (`topology/core_cpus_list`) leave every other
-    // group, since a thread on a sibling shares the core's pipelines and
-    // caches with the owner. So the slots are counted in cores, one core
-    // always left to the rest.
-    let siblings = |cpu: u32| -> CpuSet {
-        let core = topo
-            .cpu(cpu)
-            .and_then(|c| c.core_cpus.clone())
-            .unwrap_or_default()
-            .intersection(&usable);
-        if core.contains(cpu) {
-            core
-        } else {
-            std::iter::once(cpu).collect()
-        }
-    };
-    let cores = {
-        let mut seen: Vec<CpuSet> = Vec::new();
-        for cpu in usable.iter() {
-            let core = siblings(cpu);
-            if !seen.contains(&core) {
-                seen.push(core);
-            }
-        }
-        seen.len()
-    };
     let slots = if cfg.dedicated_cores {
-        cores.saturating_sub(1)
+        cpus.cores().saturating_sub(1)
     } else {
         0
     };
-    // Among equals no one is dedicated: when more threads want a whole CPU
-    // (heavy, or runnable nearly all the time) than there are cores to
-    // give, a dedicated core would give one of them a CPU and squeeze the
-    // rest onto what is left (paper 000's rule picks one winner; with four
-    // identical hogs on two CPUs that is 1.0 / 0.33 / 0.33 / 0.33 instead
-    // of the kernel's 0.5 each, for no gain in throughput), and every exit
-    // of a short-lived winner (a compiler in a parallel build) re-plans.
-    // Once cores are dedicated, the threads squeezed onto the others are
-    // runnable nearly all the time because of that plan (a periodic thread
-    // that wants 0.35 of a CPU and gets 0.3 never sleeps): then only the
-    // heavy class counts, or the plan would undo itself every other step.
     let dedicating =
         previous.is_some_and(|p| p.groups.values().any(|g| g.kind == GroupKind::Dedicated));
-    // Young CPU-bound threads are not squeezed by a plan (they were not
-    // classified when it was made): they always count, so a parallel
-    // build's compilers end a dedication instead of queueing beside it.
     let wanting = threads
         .iter()
-        .chain(&boosting)
+        .chain(boosting)
         .filter(|t| t.class == Class::Heavy || (!dedicating && t.runnable >= CPU_BOUND))
         .count()
         + unplanned.cpu_bound;
-    let outnumbered = wanting > slots;
-    let winners = if outnumbered {
+    let winners = if wanting > slots {
         &heavy[..0]
     } else {
         &heavy[..heavy.len().min(slots)]
     };
-
-    // CPU preference for dedicated cores: fastest first; among equals the
-    // highest id, leaving CPU 0 (where housekeeping and IRQs tend to
-    // land) to the shared group.
-    // A CPU is a candidate when no CPU of its core runs pinned work.
-    let mut candidates: Vec<u32> = usable
-        .iter()
-        .filter(|&c| siblings(c).intersection(pinned).is_empty())
-        .collect();
-    candidates.sort_by(|&a, &b| capacity(b).cmp(&capacity(a)).then(b.cmp(&a)));
-    // `taken`: the dedicated CPUs and their siblings (whole cores).
-    let mut taken = CpuSet::new();
-    let mut dedicated: Vec<(u32, &PlanThread)> = Vec::new();
-    // Incumbents keep their CPU if it is still usable.
-    for t in winners {
-        if let Some(cpu) =
-            prev_cpu(t.tid).filter(|&c| candidates.contains(&c) && !taken.contains(c))
-        {
-            taken = taken.union(&siblings(cpu));
-            dedicated.push((cpu, t));
+    let candidates = cpus.by_preference(
+        cpus.usable
+            .iter()
+            .filter(|&c| cpus.siblings(c).intersection(&unplanned.pinned).is_empty()),
+    );
+    let mut d = Dedication {
+        dedicated: Vec::new(),
+        taken: CpuSet::new(),
+        dedicating,
+        wanting,
+        slots,
+        heavy: heavy.len(),
+    };
+    let give = |d: &mut Dedication<'a>, cpu: u32, t: &'a PlanThread| {
+        d.taken = d.taken.union(&cpus.siblings(cpu));
+        d.dedicated.push((cpu, t));
+    };
+    let free = |d: &Dedication, c: u32| candidates.contains(&c) && !d.taken.contains(c);
+    for &t in winners {
+        if let Some(cpu) = prev_cpu(t.tid).filter(|&c| free(&d, c)) {
+            give(&mut d, cpu, t);
         }
     }
-    // Newcomers on the CPU they run on, if it is as fast as the best free
-    // one (first come by rank), then the rest in preference order.
-    for t in winners {
+    for &t in winners {
         let best_free = candidates
             .iter()
-            .find(|&&c| !taken.contains(c))
-            .map(|&c| capacity(c));
-        let own = t.cpu;
-        if dedicated.iter().all(|(_, d)| d.tid != t.tid)
-            && candidates.contains(&own)
-            && !taken.contains(own)
-            && best_free.is_some_and(|best| capacity(own) >= best)
+            .find(|&&c| !d.taken.contains(c))
+            .map(|&c| cpus.capacity(c));
+        if d.dedicated.iter().all(|(_, o)| o.tid != t.tid)
+            && free(&d, t.cpu)
+            && best_free.is_some_and(|best| cpus.capacity(t.cpu) >= best)
         {
-            taken = taken.union(&siblings(own));
-            dedicated.push((own, t));
+            give(&mut d, t.cpu, t);
         }
     }
-    for t in winners {
-        if dedicated.iter().any(|(_, d)| d.tid == t.tid) {
+    for &t in winners {
+        if d.dedicated.iter().any(|(_, o)| o.tid == t.tid) {
             continue;
         }
-        if let Some(&cpu) = candidates.iter().find(|&&c| !taken.contains(c)) {
-            taken = taken.union(&siblings(cpu));
-            dedicated.push((cpu, t));
+        if let Some(&cpu) = candidates.iter().find(|&&c| !d.taken.contains(c)) {
+            give(&mut d, cpu, t);
         }
     }
-    // A dedicated core's weight: with an exclusive cpuset nobody else is
-    // there to yield to it.
-    let dedicated_weight = if cfg.dedicated_exclusive {
+    d
+}
+
+/// A dedicated core's weight: with an exclusive cpuset nobody else is
+/// there to yield to it.
+fn dedicated_weight(cfg: &PlanConfig) -> u64 {
+    if cfg.dedicated_exclusive {
         cfg.shared_shares
     } else {
         cfg.dedicated_shares
-    };
-    let mut resting_cpu: BTreeMap<u32, u32> = BTreeMap::new();
-    for (cpu, t) in &dedicated {
+    }
+}
+
+/// The latency group's EEVDF slice (ns), if any: an earlier virtual
+/// deadline, and (PREEMPT_SHORT) preemption of a running thread with a
+/// longer slice on wake-up instead of a wait for its protected slice.
+fn latency_slice_ns(cfg: &PlanConfig) -> Option<u64> {
+    (cfg.latency_slice_us > 0).then_some(cfg.latency_slice_us * 1000)
+}
+
+/// One group per dedicated core, with its notes; returns the boosted
+/// owners' cores (their own groups take them, [`place_boosts`]).
+fn place_dedicated(out: &mut Plan, d: &Dedication, cfg: &PlanConfig) -> BTreeMap<u32, u32> {
+    let mut resting_cpu = BTreeMap::new();
+    for (cpu, t) in &d.dedicated {
         if t.boost != Boost::None {
             resting_cpu.insert(t.tid, *cpu);
             continue;
@@ -404,36 +485,62 @@ pub fn plan_around(
                 name: name.clone(),
                 kind: GroupKind::Dedicated,
                 cpus: std::iter::once(*cpu).collect(),
-                shares: dedicated_weight,
+                shares: dedicated_weight(cfg),
                 slice_ns: None,
                 nice: None,
             },
         );
         out.placements.insert(t.tid, (t.pid, name));
     }
-    if outnumbered && slots > 0 {
+    if d.wanting > d.slots && d.slots > 0 {
         out.notes.push(format!(
-            "{wanting} threads want a whole CPU and at most {slots} can have one: none is dedicated, they share"
+            "{} threads want a whole CPU and at most {} can have one: none is dedicated, they share",
+            d.wanting, d.slots
         ));
-    } else if heavy.len() > dedicated.len() {
+    } else if d.heavy > d.dedicated.len() {
         out.notes.push(format!(
             "{}, {} (at most online CPUs - 1): the rest share",
-            crate::words::count(heavy.len(), "heavy thread", "heavy threads"),
-            crate::words::count(dedicated.len(), "dedicated core", "dedicated cores")
+            crate::words::count(d.heavy, "heavy thread", "heavy threads"),
+            crate::words::count(d.dedicated.len(), "dedicated core", "dedicated cores")
         ));
     }
+    resting_cpu
+}
 
-    // The CPUs no heavy thread owns count for the guarantees (the medium
-    // group's weight); the other groups' cpusets keep the dedicated CPUs
-    // unless `dedicated_exclusive`: a dedicated group's weight already
-    // keeps its CPU for its owner while the owner is runnable, and the
-    // load balancer moves the others off it, yet when the owner blocks or
-    // exits the CPU is used at once (work-conserving). An exclusive cpuset
-    // leaves it idle until the next plan.
-    // (Their SMT siblings are left by everyone: a sibling's work would
-    // slow the owner down, and no weight keeps it off.)
-    let rest = usable.difference(&taken);
-    let owned: CpuSet = dedicated.iter().map(|(cpu, _)| *cpu).collect();
+/// The CPUs the class groups got, which boost groups at rest take too.
+struct Rest {
+    latency: CpuSet,
+    shared: CpuSet,
+}
+
+/// The medium, latency and shared groups on the CPUs no heavy thread
+/// owns.
+///
+/// Those CPUs count for the guarantees (the medium group's weight); the
+/// groups' cpusets keep the dedicated CPUs unless `dedicated_exclusive`:
+/// a dedicated group's weight already keeps its CPU for its owner while
+/// the owner is runnable, and the load balancer moves the others off it,
+/// yet when the owner blocks or exits the CPU is used at once
+/// (work-conserving). An exclusive cpuset leaves it idle until the next
+/// plan. (Their SMT siblings are left by everyone: a sibling's work would
+/// slow the owner down, and no weight keeps it off.)
+///
+/// A medium thread runnable nearly all the time, with no core dedicated,
+/// is a CPU-bound one squeezed to 30-50 % (it counts among those wanting
+/// a whole CPU), not one that wants half a CPU: it shares. In a unit of
+/// sixteen hogs on 4 CPUs, the ones the load balancer happened to leave
+/// 30-42 % read as medium, took the guarantee, and a periodic thread
+/// wanting 0.35 of a CPU got 0.12 (the systemd guest). Once cores are
+/// dedicated, squeezed periodic threads never sleep either and keep it.
+fn place_classes(
+    out: &mut Plan,
+    cpus: &Cpus,
+    threads: &[&PlanThread],
+    d: &Dedication,
+    cfg: &PlanConfig,
+) -> Rest {
+    let rest = cpus.usable.difference(&d.taken);
+    let owned: CpuSet = d.dedicated.iter().map(|(cpu, _)| *cpu).collect();
     let rest_cpus = if cfg.dedicated_exclusive || rest.is_empty() {
         rest.clone()
     } else {
@@ -444,74 +551,16 @@ pub fn plan_around(
         .copied()
         .filter(|t| !out.placements.contains_key(&t.tid))
         .collect();
-    // A medium thread runnable nearly all the time, with no core dedicated,
-    // is a CPU-bound one squeezed to 30-50 % (it counts among those
-    // wanting a whole CPU above), not one that wants half a CPU: it
-    // shares. In a unit of sixteen hogs on 4 CPUs, the ones the load
-    // balancer happened to leave 30-42 % read as medium, took the
-    // guarantee, and a periodic thread wanting 0.35 of a CPU got 0.12
-    // (the systemd guest). Once cores are dedicated, squeezed periodic
-    // threads never sleep either (see `dedicating`) and keep it.
-    let squeezed = |t: &PlanThread| !dedicating && t.runnable >= CPU_BOUND;
-    let medium: Vec<&PlanThread> = others
-        .iter()
-        .copied()
-        .filter(|t| t.class == Class::Medium && !squeezed(t))
-        .collect();
-    let latency: Vec<&PlanThread> = others
-        .iter()
-        .copied()
-        .filter(|t| t.class == Class::LatencyCritical)
-        .collect();
-    let shared: Vec<&PlanThread> = others
-        .iter()
-        .copied()
-        .filter(|t| {
-            matches!(t.class, Class::Light | Class::Heavy)
-                || (t.class == Class::Medium && squeezed(t))
-        })
-        .collect();
-
-    let shared_cpus = if topo.performance.heterogeneous {
-        let little = rest_cpus.intersection(&topo.of_type(CoreType::Little));
-        let room: f64 = little
-            .iter()
-            .map(|c| capacity(c) as f64 / CAPACITY_SCALE as f64)
-            .sum();
-        let demand: f64 = shared.iter().map(|t| t.util).sum();
-        if !little.is_empty() && room >= demand * LITTLE_HEADROOM {
-            little
-        } else {
-            rest_cpus.clone()
-        }
-    } else {
-        rest_cpus.clone()
+    let squeezed = |t: &PlanThread| !d.dedicating && t.runnable >= CPU_BOUND;
+    let of = |keep: &dyn Fn(&PlanThread) -> bool| -> Vec<&PlanThread> {
+        others.iter().copied().filter(|t| keep(t)).collect()
     };
-
-    let mut add = |name: &str, kind, cpus: &CpuSet, shares, members: &[&PlanThread]| {
-        if members.is_empty() {
-            return;
-        }
-        // Latency-critical threads get a short slice: an earlier virtual
-        // deadline, and (PREEMPT_SHORT) preemption of a running thread with
-        // a longer slice on wake-up instead of a wait for its protected slice.
-        let slice_ns = (kind == GroupKind::Latency && cfg.latency_slice_us > 0)
-            .then_some(cfg.latency_slice_us * 1000);
-        out.groups.insert(
-            name.to_string(),
-            GroupSpec {
-                name: name.to_string(),
-                kind,
-                cpus: cpus.clone(),
-                shares,
-                slice_ns,
-                nice: None,
-            },
-        );
-        for t in members {
-            out.placements.insert(t.tid, (t.pid, name.to_string()));
-        }
-    };
+    let medium = of(&|t| t.class == Class::Medium && !squeezed(t));
+    let latency = of(&|t| t.class == Class::LatencyCritical);
+    let shared = of(&|t| {
+        matches!(t.class, Class::Light | Class::Heavy) || (t.class == Class::Medium && squeezed(t))
+    });
+    let shared_cpus = shared_cpus(cpus, &rest_cpus, &shared);
     // Parity is with the shared threads that compete like a medium one
     // (runnable at least `medium_min_cpu`), not the sleepers.
     let competing = shared
@@ -525,11 +574,13 @@ pub fn plan_around(
         cfg.shared_shares,
         competing,
     );
-    add(
+    add_group(
+        out,
         MEDIUM,
         GroupKind::Medium,
         &rest_cpus,
         medium_shares,
+        None,
         &medium,
     );
     // The latency group never spans a dedicated CPU: its weight there
@@ -540,18 +591,23 @@ pub fn plan_around(
     } else {
         rest.clone()
     };
-    add(
+    let slice = latency_slice_ns(cfg);
+    add_group(
+        out,
         LATENCY,
         GroupKind::Latency,
         &latency_cpus,
         cfg.latency_shares,
+        slice,
         &latency,
     );
-    add(
+    add_group(
+        out,
         SHARED,
         GroupKind::Shared,
         &shared_cpus,
         cfg.shared_shares,
+        None,
         &shared,
     );
     if cfg.per_thread {
@@ -573,12 +629,75 @@ pub fn plan_around(
             rest.len()
         ));
     }
+    Rest {
+        latency: latency_cpus,
+        shared: shared_cpus,
+    }
+}
 
-    // Boost groups: at rest, a thread's own group is like the group its
-    // class would give it (its dedicated core, latency-critical or
-    // shared); raised, it has the
-    // highest weight, the boost's nice and slice, and its reserved CPU.
-    for t in &boosting {
+/// The shared group's CPUs: on a heterogeneous machine its little cores
+/// when they hold the shared threads' demand with headroom, else every
+/// CPU the class groups have.
+fn shared_cpus(cpus: &Cpus, rest_cpus: &CpuSet, shared: &[&PlanThread]) -> CpuSet {
+    if !cpus.topo.performance.heterogeneous {
+        return rest_cpus.clone();
+    }
+    let little = rest_cpus.intersection(&cpus.topo.of_type(CoreType::Little));
+    let room: f64 = little
+        .iter()
+        .map(|c| cpus.capacity(c) as f64 / CAPACITY_SCALE as f64)
+        .sum();
+    let demand: f64 = shared.iter().map(|t| t.util).sum();
+    if !little.is_empty() && room >= demand * LITTLE_HEADROOM {
+        little
+    } else {
+        rest_cpus.clone()
+    }
+}
+
+/// A class group with its members, if it has any.
+fn add_group(
+    out: &mut Plan,
+    name: &str,
+    kind: GroupKind,
+    cpus: &CpuSet,
+    shares: u64,
+    slice_ns: Option<u64>,
+    members: &[&PlanThread],
+) {
+    if members.is_empty() {
+        return;
+    }
+    out.groups.insert(
+        name.to_string(),
+        GroupSpec {
+            name: name.to_string(),
+            kind,
+            cpus: cpus.clone(),
+            shares,
+            slice_ns,
+            nice: None,
+        },
+    );
+    for t in members {
+        out.placements.insert(t.tid, (t.pid, name.to_string()));
+    }
+}
+
+/// Boost groups: at rest, a thread's own group is like the group its
+/// class would give it (its dedicated core, latency-critical or shared);
+/// raised, it has the highest weight, the boost's nice and slice, and its
+/// reserved CPU.
+fn place_boosts(
+    out: &mut Plan,
+    cpus: &Cpus,
+    boosting: &[&PlanThread],
+    own_cpu: &BTreeMap<u32, u32>,
+    resting_cpu: &BTreeMap<u32, u32>,
+    rest: &Rest,
+    cfg: &PlanConfig,
+) {
+    for t in boosting {
         let name = boost_name(t.tid);
         let spec = if t.boost == Boost::Active {
             GroupSpec {
@@ -586,7 +705,7 @@ pub fn plan_around(
                 kind: GroupKind::Boost,
                 cpus: own_cpu
                     .get(&t.tid)
-                    .map_or_else(|| usable.clone(), |&c| std::iter::once(c).collect()),
+                    .map_or_else(|| cpus.usable.clone(), |&c| std::iter::once(c).collect()),
                 shares: crate::share::MAX_SHARES,
                 slice_ns: (cfg.boost_slice_us > 0).then_some(cfg.boost_slice_us * 1000),
                 nice: Some(cfg.boost_nice),
@@ -597,7 +716,7 @@ pub fn plan_around(
                 name: name.clone(),
                 kind: GroupKind::Boost,
                 cpus: std::iter::once(cpu).collect(),
-                shares: dedicated_weight,
+                shares: dedicated_weight(cfg),
                 slice_ns: None,
                 nice: None,
             }
@@ -607,41 +726,43 @@ pub fn plan_around(
                 name: name.clone(),
                 kind: GroupKind::Boost,
                 cpus: if latency {
-                    latency_cpus.clone()
+                    rest.latency.clone()
                 } else {
-                    shared_cpus.clone()
+                    rest.shared.clone()
                 },
                 shares: if latency {
                     cfg.latency_shares
                 } else {
                     cfg.shared_shares
                 },
-                slice_ns: (latency && cfg.latency_slice_us > 0)
-                    .then_some(cfg.latency_slice_us * 1000),
+                slice_ns: latency.then(|| latency_slice_ns(cfg)).flatten(),
                 nice: None,
             }
         };
         out.groups.insert(name.clone(), spec);
         out.placements.insert(t.tid, (t.pid, name));
     }
-    // Eviction: every group that is not a raised boost group leaves the
-    // reserved CPUs; one left with none (a dedicated core that is
-    // reserved) shares the CPUs still free for the boost's duration.
-    if !reserved.is_empty() {
-        let free = usable.difference(&reserved);
-        let raised: Vec<String> = boosting
-            .iter()
-            .filter(|t| t.boost == Boost::Active)
-            .map(|t| boost_name(t.tid))
-            .collect();
-        for g in out.groups.values_mut() {
-            if !raised.contains(&g.name) {
-                let left = g.cpus.difference(&reserved);
-                g.cpus = if left.is_empty() { free.clone() } else { left };
-            }
+}
+
+/// Eviction: every group that is not a raised boost group leaves the
+/// reserved CPUs; one left with none (a dedicated core that is reserved)
+/// shares the CPUs still free for the boost's duration.
+fn evict(out: &mut Plan, usable: &CpuSet, reserved: &CpuSet, boosting: &[&PlanThread]) {
+    if reserved.is_empty() {
+        return;
+    }
+    let free = usable.difference(reserved);
+    let raised: Vec<String> = boosting
+        .iter()
+        .filter(|t| t.boost == Boost::Active)
+        .map(|t| boost_name(t.tid))
+        .collect();
+    for g in out.groups.values_mut() {
+        if !raised.contains(&g.name) {
+            let left = g.cpus.difference(reserved);
+            g.cpus = if left.is_empty() { free.clone() } else { left };
         }
     }
-    out
 }
 
 /// One step from the plan in force to a new one.

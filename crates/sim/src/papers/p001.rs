@@ -1,15 +1,53 @@
 //! Paper 001 on the simulator: framework-assisted boost, and balancing around the input task.
+//! [`run`] measures each variant ([`variants`]), then [`claims`] and
+//! [`chart`] present them.
 
 use super::*;
 
+const DRAWING: &str = include_str!("../../papers/001-drawing.json");
+const TEGRA: &str = include_str!("../../papers/001-tegra2.toml");
+/// Each variant's run, seconds.
+const SECS: f64 = 30.0;
+
+/// A variant's name and the drawing thread's response time p50 and p90, ms.
+type Variant = (String, f64, f64);
+
 pub(super) fn run() -> Result<Paper, Error> {
-    const DRAWING: &str = include_str!("../../papers/001-drawing.json");
-    const TEGRA: &str = include_str!("../../papers/001-tegra2.toml");
     let tegra = spec(TEGRA, "001-tegra2.toml")?;
+    let variants = variants(&tegra)?;
+    let base = variants[0].1;
+    let paper_fig = ["", "", "", "", "-22 %", "-43.31 %", ""];
+    let rows = variants
+        .iter()
+        .zip(paper_fig)
+        .map(|((name, p50, p90), paper)| {
+            row(&[
+                name.clone(),
+                format!("{p50:.1}"),
+                format!("{p90:.1}"),
+                pct(p50 / base - 1.0),
+                paper.to_string(),
+            ])
+        })
+        .collect();
+    Ok(Paper {
+        id: "001",
+        title: "Framework-assisted priority boosting and load balancing (KCC 2012)",
+        setup: "2 CPUs (CFS 2.6.32 model, HZ 100): a drawing thread with 100 ms of work per input event, one event every 500 s / 60 events, beside two nice-0 CPU hogs; the paper's kernel boost (priority 115 ... 100 while the thread is awake), its balancing, and corral's boost requested at each event.".replace("500 s / 60", "500 ms, 60"),
+        header: header(&["variant", "p50 (ms)", "p90 (ms)", "vs baseline", "paper"]),
+        rows,
+        claims: claims(&variants),
+        chart: chart(&variants),
+        simulated_s: SECS * 7.0,
+    })
+}
+
+/// The baseline, the paper's boost at each level, boost 100 with the
+/// paper's balancing, and corral's boost requested at each event.
+fn variants(tegra: &PlatformSpec) -> Result<Vec<Variant>, Error> {
     let mut plain = tegra.clone();
     plain.boosts.clear();
-    let secs = 30.0;
-    let end = (secs * 1e9) as Ns;
+    let end = (SECS * 1e9) as Ns;
     let period = 500e6;
     // Response time of each event: the period less rt-app's slack.
     let response = |m: &Sim| -> Result<(f64, f64), Error> {
@@ -71,27 +109,18 @@ pub(super) fn run() -> Result<Paper, Error> {
         let (p50, p90) = response(d.host().machine())?;
         variants.push(("corral boost + eviction".into(), p50, p90));
     }
+    Ok(variants)
+}
+
+/// The paper's claims and the thresholds that check them.
+fn claims(variants: &[Variant]) -> Vec<Claim> {
     let base = variants[0].1;
-    let paper_fig = ["", "", "", "", "-22 %", "-43.31 %", ""];
-    let rows = variants
-        .iter()
-        .zip(paper_fig)
-        .map(|((name, p50, p90), paper)| {
-            row(&[
-                name.clone(),
-                format!("{p50:.1}"),
-                format!("{p90:.1}"),
-                pct(p50 / base - 1.0),
-                paper.to_string(),
-            ])
-        })
-        .collect();
     let boosts: Vec<f64> = variants[..5].iter().map(|v| v.1).collect();
     let monotonic = boosts.windows(2).all(|w| w[1] <= w[0] + 0.05);
     let b100 = variants[4].1;
     let bal = variants[5].1;
     let corral = variants[6].1;
-    let claims = vec![
+    vec![
         Claim {
             claim: "response time falls as the boost grows (120 -> 100)".into(),
             paper: "falls; -22 % at 100".into(),
@@ -130,9 +159,13 @@ pub(super) fn run() -> Result<Paper, Error> {
             test: "corral's p50 at most 0.5 ms above boost + balancing's, both simulated".into(),
             holds: corral <= bal + 0.5,
         },
-    ];
+    ]
+}
+
+fn chart(variants: &[Variant]) -> String {
+    let base = variants[0].1;
     let paper_cut = [None, None, None, None, Some(22.0), Some(43.31), None];
-    let chart = bars(
+    bars(
         "Paper 001: how much sooner the drawing app answers, beside 2 hogs",
         "response time p50 below the baseline's (%)",
         &variants
@@ -145,15 +178,5 @@ pub(super) fn run() -> Result<Paper, Error> {
             })
             .collect::<Vec<_>>(),
         "The paper gives the cut for the boost at 100 and for boost + balancing; corral's boost is not in the paper.",
-    );
-    Ok(Paper {
-        id: "001",
-        title: "Framework-assisted priority boosting and load balancing (KCC 2012)",
-        setup: "2 CPUs (CFS 2.6.32 model, HZ 100): a drawing thread with 100 ms of work per input event, one event every 500 s / 60 events, beside two nice-0 CPU hogs; the paper's kernel boost (priority 115 ... 100 while the thread is awake), its balancing, and corral's boost requested at each event.".replace("500 s / 60", "500 ms, 60"),
-        header: header(&["variant", "p50 (ms)", "p90 (ms)", "vs baseline", "paper"]),
-        rows,
-        claims,
-        chart,
-        simulated_s: secs * 7.0,
-    })
+    )
 }

@@ -334,6 +334,152 @@ impl Sharing {
     }
 }
 
+/// Resource names (timers, mutexes, conditions, suspend queues,
+/// barriers) as indices, once: per task, phase and event, the event's one
+/// or two resources.
+#[allow(clippy::type_complexity)]
+fn resource_ids(work: &Workload) -> (Vec<Vec<Vec<(u32, u32)>>>, FastMap<Name, u32>) {
+    let mut names: FastMap<Name, u32> = FastMap::default();
+    let mut id_of = |n: &Name| -> u32 {
+        let next = names.len() as u32;
+        *names.entry(n.clone()).or_insert(next)
+    };
+    let ids = work
+        .tasks
+        .iter()
+        .map(|t| {
+            t.phases
+                .iter()
+                .map(|p| {
+                    p.events
+                        .iter()
+                        .map(|e| match e {
+                            Event::Timer { name, .. }
+                            | Event::Lock(name)
+                            | Event::Unlock(name)
+                            | Event::Signal(name)
+                            | Event::Broad(name)
+                            | Event::Suspend(name)
+                            | Event::Resume(name)
+                            | Event::Barrier(name) => (id_of(name), 0),
+                            Event::Wait { cond, mutex } | Event::Sync { cond, mutex } => {
+                                (id_of(cond), id_of(mutex))
+                            }
+                            _ => (0, 0),
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    (ids, names)
+}
+
+/// Which CPUs are online at the start; at least one must be.
+fn online_at_start(platform: &Platform) -> Result<Vec<bool>, Error> {
+    let ncpus = platform.capacities.len();
+    let mut online = vec![true; ncpus];
+    for &cpu in &platform.offline {
+        if cpu >= ncpus {
+            return Err(Error::Invalid(format!(
+                "CPU {cpu} offline, but there are {ncpus} CPUs"
+            )));
+        }
+        online[cpu] = false;
+    }
+    if !online.iter().any(|&o| o) {
+        return Err(Error::Invalid(
+            "at least one CPU must be online at the start".into(),
+        ));
+    }
+    Ok(online)
+}
+
+/// The first events: every thread's start at 0, the platform's hot-plug
+/// and governor, and each CPU's first tick (at the tick phase).
+fn first_events(platform: &Platform, ntasks: usize) -> Result<Queue<Ev>, Error> {
+    let ncpus = platform.capacities.len();
+    let mut q = Queue::new();
+    for id in 0..ntasks {
+        q.at(0, Ev::Start(id));
+    }
+    for &(at, cpu, on) in &platform.hotplug {
+        if cpu >= ncpus {
+            return Err(Error::Invalid(format!(
+                "hot-plug of CPU {cpu}, but there are {ncpus} CPUs"
+            )));
+        }
+        q.at(at, Ev::Hotplug(cpu, on));
+    }
+    if let Some(g) = &platform.governor {
+        if g.period == 0 {
+            return Err(Error::Invalid(
+                "the hot-plug governor's period must be above 0".into(),
+            ));
+        }
+        q.at(g.period, Ev::Governor);
+    }
+    let tick = 1_000_000_000 / platform.hz.max(1) as u64;
+    let first = match platform.tick_phase % tick {
+        0 => tick,
+        phase => phase,
+    };
+    for cpu in 0..ncpus {
+        q.at(first, Ev::Tick(cpu));
+    }
+    Ok(q)
+}
+
+impl Task {
+    /// Instance `instance` of workload task `t` (index `spec`), blocked
+    /// until its start, on `cpu` of `allowed`.
+    fn new(
+        spec: usize,
+        t: &crate::input::rtapp::Task,
+        instance: u32,
+        cpu: usize,
+        allowed: &[usize],
+    ) -> Task {
+        Task {
+            spec,
+            state: State::Blocked,
+            cpu,
+            allowed: allowed.to_vec(),
+            affinity: allowed.to_vec(),
+            cpuset: None,
+            loops_left: t.loops,
+            phase: 0,
+            phase_loops_left: t.phases[0].loops,
+            event: 0,
+            remaining: 0,
+            scaled: true,
+            run_start: 0,
+            gen: 0,
+            woke_at: None,
+            ready_since: 0,
+            nice: if t.policy.is_rt() { 0 } else { t.priority },
+            relock: None,
+            on_cpu_since: 0,
+            iter_start: None,
+            iter_cpu: 0,
+            iter_slack: 0,
+            iter_wu_lat: 0,
+            first_start: None,
+            timer_wake: false,
+            log: Vec::new(),
+            own_timers: Vec::new(),
+            stats: TaskStats {
+                name: if t.instances > 1 {
+                    format!("{}-{instance}", t.name)
+                } else {
+                    t.name.clone()
+                },
+                ..Default::default()
+            },
+        }
+    }
+}
+
 impl<K: SchedClass> Machine<K> {
     /// Builds the machine; refuses what is not modelled yet.
     pub fn new(platform: Platform, work: Workload, mut k: K) -> Result<Machine<K>, Error> {
@@ -341,153 +487,10 @@ impl<K: SchedClass> Machine<K> {
         if ncpus == 0 {
             return Err(Error::Invalid("a platform needs at least one CPU".into()));
         }
-        let mut tasks = Vec::new();
-        // Resource names become indices once, here.
-        let mut names: FastMap<Name, u32> = FastMap::default();
-        let mut id_of = |n: &Name| -> u32 {
-            let next = names.len() as u32;
-            *names.entry(n.clone()).or_insert(next)
-        };
-        let ids: Vec<Vec<Vec<(u32, u32)>>> = work
-            .tasks
-            .iter()
-            .map(|t| {
-                t.phases
-                    .iter()
-                    .map(|p| {
-                        p.events
-                            .iter()
-                            .map(|e| match e {
-                                Event::Timer { name, .. }
-                                | Event::Lock(name)
-                                | Event::Unlock(name)
-                                | Event::Signal(name)
-                                | Event::Broad(name)
-                                | Event::Suspend(name)
-                                | Event::Resume(name)
-                                | Event::Barrier(name) => (id_of(name), 0),
-                                Event::Wait { cond, mutex } | Event::Sync { cond, mutex } => {
-                                    (id_of(cond), id_of(mutex))
-                                }
-                                _ => (0, 0),
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
+        let (ids, names) = resource_ids(&work);
         let nnames = names.len().max(1);
-        let mut barrier_users = vec![0usize; nnames];
-        for (spec, t) in work.tasks.iter().enumerate() {
-            // The first phase's CPUs, else the task's.
-            let allowed = cpus_of(t, 0, ncpus);
-            if allowed.is_empty() {
-                return Err(Error::Invalid(format!(
-                    "task {:?}: none of its CPUs exist",
-                    t.name
-                )));
-            }
-            for p in &t.phases {
-                for e in &p.events {
-                    if let Event::Barrier(b) = e {
-                        barrier_users[names[b] as usize] += t.instances as usize;
-                    }
-                }
-            }
-            for instance in 0..t.instances {
-                let id = tasks.len();
-                k.set_policy(id, t.policy).map_err(|e| Error::Task {
-                    task: t.name.to_string(),
-                    source: Box::new(e),
-                })?;
-                if t.policy.is_rt() {
-                    k.set_rt_priority(id, t.priority).map_err(|e| Error::Task {
-                        task: t.name.to_string(),
-                        source: Box::new(e),
-                    })?;
-                } else {
-                    k.set_nice(id, t.priority);
-                }
-                if let Some(g) = &t.taskgroup {
-                    k.set_task_group(id, g).map_err(|e| Error::Task {
-                        task: t.name.to_string(),
-                        source: Box::new(e),
-                    })?;
-                }
-                k.set_allowed(id, &allowed);
-                tasks.push(Task {
-                    spec,
-                    state: State::Blocked,
-                    cpu: allowed[id % allowed.len()],
-                    allowed: allowed.clone(),
-                    affinity: allowed.clone(),
-                    cpuset: None,
-                    loops_left: t.loops,
-                    phase: 0,
-                    phase_loops_left: t.phases[0].loops,
-                    event: 0,
-                    remaining: 0,
-                    scaled: true,
-                    run_start: 0,
-                    gen: 0,
-                    woke_at: None,
-                    ready_since: 0,
-                    nice: if t.policy.is_rt() { 0 } else { t.priority },
-                    relock: None,
-                    on_cpu_since: 0,
-                    iter_start: None,
-                    iter_cpu: 0,
-                    iter_slack: 0,
-                    iter_wu_lat: 0,
-                    first_start: None,
-                    timer_wake: false,
-                    log: Vec::new(),
-                    own_timers: Vec::new(),
-                    stats: TaskStats {
-                        name: if t.instances > 1 {
-                            format!("{}-{instance}", t.name)
-                        } else {
-                            t.name.clone()
-                        },
-                        ..Default::default()
-                    },
-                });
-            }
-        }
-        let mut q = Queue::new();
-        for id in 0..tasks.len() {
-            q.at(0, Ev::Start(id));
-        }
-        for &(at, cpu, on) in &platform.hotplug {
-            if cpu >= ncpus {
-                return Err(Error::Invalid(format!(
-                    "hot-plug of CPU {cpu}, but there are {ncpus} CPUs"
-                )));
-            }
-            q.at(at, Ev::Hotplug(cpu, on));
-        }
-        if let Some(g) = &platform.governor {
-            if g.period == 0 {
-                return Err(Error::Invalid(
-                    "the hot-plug governor's period must be above 0".into(),
-                ));
-            }
-            q.at(g.period, Ev::Governor);
-        }
-        let mut online = vec![true; ncpus];
-        for &cpu in &platform.offline {
-            if cpu >= ncpus {
-                return Err(Error::Invalid(format!(
-                    "CPU {cpu} offline, but there are {ncpus} CPUs"
-                )));
-            }
-            online[cpu] = false;
-        }
-        if !online.iter().any(|&o| o) {
-            return Err(Error::Invalid(
-                "at least one CPU must be online at the start".into(),
-            ));
-        }
+        let (mut tasks, barrier_users) = Self::tasks(&work, &mut k, ncpus, &names, nnames)?;
+        let online = online_at_start(&platform)?;
         // Tasks start on an online CPU they may use (any online CPU when
         // none of theirs is, as select_fallback_rq does).
         for t in tasks.iter_mut() {
@@ -501,14 +504,7 @@ impl<K: SchedClass> Machine<K> {
                     .expect("a CPU is online");
             }
         }
-        let tick = 1_000_000_000 / platform.hz.max(1) as u64;
-        let first = match platform.tick_phase % tick {
-            0 => tick,
-            phase => phase,
-        };
-        for cpu in 0..ncpus {
-            q.at(first, Ev::Tick(cpu));
-        }
+        let q = first_events(&platform, tasks.len())?;
         let barriers = barrier_users
             .into_iter()
             .map(|n| (n.max(1), Vec::new()))
@@ -544,6 +540,62 @@ impl<K: SchedClass> Machine<K> {
                 ..Default::default()
             },
         })
+    }
+
+    /// The workload's threads (each task's instances), told to the kernel
+    /// model (policy, priority or nice, group, CPUs), and how many threads
+    /// wait at each barrier.
+    fn tasks(
+        work: &Workload,
+        k: &mut K,
+        ncpus: usize,
+        names: &FastMap<Name, u32>,
+        nnames: usize,
+    ) -> Result<(Vec<Task>, Vec<usize>), Error> {
+        let mut tasks = Vec::new();
+        let mut barrier_users = vec![0usize; nnames];
+        for (spec, t) in work.tasks.iter().enumerate() {
+            // The first phase's CPUs, else the task's.
+            let allowed = cpus_of(t, 0, ncpus);
+            if allowed.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "task {:?}: none of its CPUs exist",
+                    t.name
+                )));
+            }
+            for p in &t.phases {
+                for e in &p.events {
+                    if let Event::Barrier(b) = e {
+                        barrier_users[names[b] as usize] += t.instances as usize;
+                    }
+                }
+            }
+            let refused = |e| Error::Task {
+                task: t.name.to_string(),
+                source: Box::new(e),
+            };
+            for instance in 0..t.instances {
+                let id = tasks.len();
+                k.set_policy(id, t.policy).map_err(refused)?;
+                if t.policy.is_rt() {
+                    k.set_rt_priority(id, t.priority).map_err(refused)?;
+                } else {
+                    k.set_nice(id, t.priority);
+                }
+                if let Some(g) = &t.taskgroup {
+                    k.set_task_group(id, g).map_err(refused)?;
+                }
+                k.set_allowed(id, &allowed);
+                tasks.push(Task::new(
+                    spec,
+                    t,
+                    instance,
+                    allowed[id % allowed.len()],
+                    &allowed,
+                ));
+            }
+        }
+        Ok((tasks, barrier_users))
     }
 
     /// Records run slices, wake-ups and rt-app log lines from now on.

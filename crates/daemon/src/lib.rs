@@ -642,8 +642,35 @@ impl<H: Host> Daemon<H> {
     /// few intervals: a full step reads every thread in scope, a quick step
     /// only the new ones.
     pub fn quick_step(&mut self) -> Result<Option<StepReport>, H::Error> {
-        let events = self.host.task_events();
         let now = self.host.now_ns();
+        let mut replan = self.take_events(now);
+        // The starvation guard's suspects, confirmed between steps (half an
+        // interval after they were seen runnable, by default).
+        let guard = self.confirm_stalls(now);
+        replan |= !guard.is_empty();
+        replan |= self.sample_young(now)?;
+        if !replan {
+            return Ok(None);
+        }
+        let mut report = StepReport {
+            step: self.step,
+            threads: self.known.len(),
+            guard,
+            ..Default::default()
+        };
+        self.counters.quick_steps += 1;
+        self.counters.guard_actions += report.guard.len() as u64;
+        self.replan(&mut report);
+        self.finish_host(&mut report);
+        report.duration_ns = self.host.now_ns().saturating_sub(now);
+        Ok(Some(report))
+    }
+
+    /// The host's task events since the last look: forks (a dedicated
+    /// thread that forks ends its dedication), births (young threads to
+    /// watch) and exits. True when the plan must change.
+    fn take_events(&mut self, now: u64) -> bool {
+        let events = self.host.task_events();
         let mut replan = false;
         for tid in events.spawners {
             // A dedicated thread that forks ends its dedication.
@@ -669,8 +696,12 @@ impl<H: Host> Daemon<H> {
             replan |=
                 self.plan_threads.len() != before || self.applied.placements.contains_key(&tid);
         }
-        // The starvation guard's suspects, confirmed between steps (half an
-        // interval after they were seen runnable, by default).
+        replan
+    }
+
+    /// The starvation guard's suspects seen at least [`Daemon::stall_due_ns`]
+    /// ago, checked again: those still starved leave the plan, with why.
+    fn confirm_stalls(&mut self, now: u64) -> Vec<String> {
         let mut guard = Vec::new();
         if self.config.guard.enabled && !self.stalled.is_empty() {
             let due = self.stall_due_ns();
@@ -684,152 +715,155 @@ impl<H: Host> Daemon<H> {
                 if let Some(why) = self.check_stalled(tid, now) {
                     self.plan_threads.retain(|t| t.tid != tid);
                     guard.push(why);
-                    replan = true;
                 }
             }
         }
+        guard
+    }
+
+    /// One read of the young threads; each one decided (its class told,
+    /// a rule's or a boost's, gone) leaves them. True when the plan must
+    /// change.
+    fn sample_young(&mut self, now: u64) -> Result<bool, H::Error> {
         let young_ns = self.config.daemon.young_ms * 1_000_000;
         self.young
             .retain(|_, y| now.saturating_sub(y.born_ns) < young_ns);
-        if !self.young.is_empty() {
-            let which: Vec<(u32, u32)> = self.young.iter().map(|(&t, y)| (t, y.pid)).collect();
-            let snap = self.host.sample_threads(&which)?;
-            let at = snap.at_ns;
-            let min_ns = self.config.classify.young_min_ms * 1_000_000;
-            let slack_ns = self.fast_interval_ns().unwrap_or(0) / 10;
-            let read: HashSet<u32> = snap.threads.iter().map(|t| t.tid).collect();
-            // Gone, or not in scope after all.
-            self.young.retain(|tid, _| read.contains(tid));
-            for sample in snap.threads {
-                let tid = sample.tid;
-                let born = self.born(&sample);
-                let Some(y) = self.young.get_mut(&tid) else {
-                    continue;
-                };
-                let Some((first, first_at)) = y.first.clone() else {
-                    // A thread born inside a dedicated group (a heavy
-                    // thread's new worker, a compiler's codegen thread)
-                    // inherited that group's one CPU: corral's doing, not
-                    // the program's. It goes to the shared group at once,
-                    // before it is classified; left there, a multi-threaded
-                    // compiler ran on one CPU (`lab real`).
-                    //
-                    // So does one born inside the latency group (a codegen
-                    // worker of a compiler thread that woke like a latency-
-                    // critical one): it inherited a weight ten times the
-                    // others' and a short slice, and ran 4 ms at a time
-                    // ahead of everyone on the latency group's CPU
-                    // (cyclictest's worst wait beside a build: 8.4 ms,
-                    // traced).
-                    //
-                    // Processes stay where they were born, but for one born
-                    // in the latency group when that group and the shared
-                    // one have the same CPUs (`Daemon::born`).
-                    if born == Born::Leaves && self.plan_threads.iter().all(|t| t.tid != tid) {
-                        self.plan_threads.push(PlanThread {
-                            tid,
-                            pid: sample.pid,
-                            class: Class::Light,
-                            peak: 0.0,
-                            util: 0.0,
-                            runnable: 0.0,
-                            cpu: sample.cpu,
-                            boost: Boost::None,
-                        });
-                        replan = true;
-                    }
-                    y.first = Some((sample.clone(), at));
-                    y.last = Some((sample, at));
-                    continue;
-                };
-                if let Some((last, last_at)) = &y.last {
-                    let d = at.saturating_sub(*last_at) as f64 / 1e9;
-                    let woke = sample
-                        .voluntary_switches
-                        .saturating_sub(last.voluntary_switches);
-                    if d > 0.0 {
-                        y.rates.push((woke as f64 / d, d));
-                    }
-                }
-                y.last = Some((sample.clone(), at));
-                let Some(window) =
-                    ThreadStats::between(&first, &sample, at.saturating_sub(first_at))
-                else {
-                    continue;
-                };
-                y.runnable = window.util + window.wait_ratio;
-                // Latency-critical can be told from three fast samples,
-                // heavy and medium only from `young_min_ms` (see
-                // `Classifier::young`). Quick steps run on a timer, so a
-                // window ends a little either side of `young_min_ms`; one a
-                // hair short waited a whole further sample (lab reaction:
-                // 205 ms when the window reached it, 253-265 when it did
-                // not). Within a tenth of a fast interval counts.
-                let full = window.interval_ns + slack_ns >= min_ns;
-                if !full && y.rates.len() < YOUNG_SAMPLES {
-                    continue;
-                }
-                let forced = match eligibility(&self.config.rules, &sample) {
-                    Err(_) => {
-                        self.young.remove(&tid);
-                        continue;
-                    }
-                    Ok(f) => f,
-                };
-                if forced.is_some() || self.boosts.contains_key(&tid) {
-                    // A rule or a boost decides; the intervals will do.
-                    self.young.remove(&tid);
-                    continue;
-                }
-                let rates = std::mem::take(&mut y.rates);
-                let verdict = self.classifier.young(tid, &window, &rates, full);
-                if let Some(y) = self.young.get_mut(&tid) {
-                    y.rates = rates;
-                }
-                let Some(v) = verdict else { continue };
-                // Decided: the intervals take it from here.
-                self.young.remove(&tid);
-                if born == Born::Stays {
-                    continue;
-                }
-                let k = Known {
-                    sample,
-                    stats: Some(window),
-                    class: Some(v.class),
-                    reason: Some(v.reason),
-                    peak: v.peak,
-                    unmanaged: None,
-                };
-                let pt = k.plan_thread(v.class, self.boost_state(tid));
-                match self.plan_threads.iter_mut().find(|t| t.tid == tid) {
-                    Some(t) if t.class == v.class => {}
-                    Some(t) => {
-                        *t = pt;
-                        replan = true;
-                    }
-                    None => {
-                        self.plan_threads.push(pt);
-                        replan = true;
-                    }
-                }
-                self.known.insert(tid, k);
+        if self.young.is_empty() {
+            return Ok(false);
+        }
+        let which: Vec<(u32, u32)> = self.young.iter().map(|(&t, y)| (t, y.pid)).collect();
+        let snap = self.host.sample_threads(&which)?;
+        let at = snap.at_ns;
+        let read: HashSet<u32> = snap.threads.iter().map(|t| t.tid).collect();
+        // Gone, or not in scope after all.
+        self.young.retain(|tid, _| read.contains(tid));
+        let mut replan = false;
+        for sample in snap.threads {
+            replan |= self.young_sample(sample, at);
+        }
+        Ok(replan)
+    }
+
+    /// One young thread's fast sample at `at`: its first (a thread born in
+    /// a dedicated or the latency group leaves it at once), or one more,
+    /// classified once the window is long enough. True when the plan must
+    /// change.
+    fn young_sample(&mut self, sample: ThreadSample, at: u64) -> bool {
+        let min_ns = self.config.classify.young_min_ms * 1_000_000;
+        let slack_ns = self.fast_interval_ns().unwrap_or(0) / 10;
+        let mut replan = false;
+        let tid = sample.tid;
+        let born = self.born(&sample);
+        let Some(y) = self.young.get_mut(&tid) else {
+            return replan;
+        };
+        let Some((first, first_at)) = y.first.clone() else {
+            // A thread born inside a dedicated group (a heavy
+            // thread's new worker, a compiler's codegen thread)
+            // inherited that group's one CPU: corral's doing, not
+            // the program's. It goes to the shared group at once,
+            // before it is classified; left there, a multi-threaded
+            // compiler ran on one CPU (`lab real`).
+            //
+            // So does one born inside the latency group (a codegen
+            // worker of a compiler thread that woke like a latency-
+            // critical one): it inherited a weight ten times the
+            // others' and a short slice, and ran 4 ms at a time
+            // ahead of everyone on the latency group's CPU
+            // (cyclictest's worst wait beside a build: 8.4 ms,
+            // traced).
+            //
+            // Processes stay where they were born, but for one born
+            // in the latency group when that group and the shared
+            // one have the same CPUs (`Daemon::born`).
+            if born == Born::Leaves && self.plan_threads.iter().all(|t| t.tid != tid) {
+                self.plan_threads.push(PlanThread {
+                    tid,
+                    pid: sample.pid,
+                    class: Class::Light,
+                    peak: 0.0,
+                    util: 0.0,
+                    runnable: 0.0,
+                    cpu: sample.cpu,
+                    boost: Boost::None,
+                });
+                replan = true;
+            }
+            y.first = Some((sample.clone(), at));
+            y.last = Some((sample, at));
+            return replan;
+        };
+        if let Some((last, last_at)) = &y.last {
+            let d = at.saturating_sub(*last_at) as f64 / 1e9;
+            let woke = sample
+                .voluntary_switches
+                .saturating_sub(last.voluntary_switches);
+            if d > 0.0 {
+                y.rates.push((woke as f64 / d, d));
             }
         }
-        if !replan {
-            return Ok(None);
-        }
-        let mut report = StepReport {
-            step: self.step,
-            threads: self.known.len(),
-            guard,
-            ..Default::default()
+        y.last = Some((sample.clone(), at));
+        let Some(window) = ThreadStats::between(&first, &sample, at.saturating_sub(first_at))
+        else {
+            return replan;
         };
-        self.counters.quick_steps += 1;
-        self.counters.guard_actions += report.guard.len() as u64;
-        self.replan(&mut report);
-        self.finish_host(&mut report);
-        report.duration_ns = self.host.now_ns().saturating_sub(now);
-        Ok(Some(report))
+        y.runnable = window.util + window.wait_ratio;
+        // Latency-critical can be told from three fast samples,
+        // heavy and medium only from `young_min_ms` (see
+        // `Classifier::young`). Quick steps run on a timer, so a
+        // window ends a little either side of `young_min_ms`; one a
+        // hair short waited a whole further sample (lab reaction:
+        // 205 ms when the window reached it, 253-265 when it did
+        // not). Within a tenth of a fast interval counts.
+        let full = window.interval_ns + slack_ns >= min_ns;
+        if !full && y.rates.len() < YOUNG_SAMPLES {
+            return replan;
+        }
+        let forced = match eligibility(&self.config.rules, &sample) {
+            Err(_) => {
+                self.young.remove(&tid);
+                return replan;
+            }
+            Ok(f) => f,
+        };
+        if forced.is_some() || self.boosts.contains_key(&tid) {
+            // A rule or a boost decides; the intervals will do.
+            self.young.remove(&tid);
+            return replan;
+        }
+        let rates = std::mem::take(&mut y.rates);
+        let verdict = self.classifier.young(tid, &window, &rates, full);
+        if let Some(y) = self.young.get_mut(&tid) {
+            y.rates = rates;
+        }
+        let Some(v) = verdict else { return replan };
+        // Decided: the intervals take it from here.
+        self.young.remove(&tid);
+        if born == Born::Stays {
+            return replan;
+        }
+        let k = Known {
+            sample,
+            stats: Some(window),
+            class: Some(v.class),
+            reason: Some(v.reason),
+            peak: v.peak,
+            unmanaged: None,
+        };
+        let pt = k.plan_thread(v.class, self.boost_state(tid));
+        match self.plan_threads.iter_mut().find(|t| t.tid == tid) {
+            Some(t) if t.class == v.class => {}
+            Some(t) => {
+                *t = pt;
+                replan = true;
+            }
+            None => {
+                self.plan_threads.push(pt);
+                replan = true;
+            }
+        }
+        self.known.insert(tid, k);
+        replan
     }
 
     /// Plans from the last classification and the boosts in force, and

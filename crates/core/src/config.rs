@@ -321,23 +321,40 @@ impl Config {
     /// complaint, each with its dotted key, in the file's order of keys.
     fn validate(&self) -> Vec<(String, String)> {
         let mut errors: Vec<(String, String)> = Vec::new();
+        self.check_fractions(&mut errors);
+        self.check_listen(&mut errors);
+        self.check_classify(&mut errors);
+        self.check_daemon(&mut errors);
+        self.check_plan(&mut errors);
+        self.check_boost(&mut errors);
+        self.check_latency_slice(&mut errors);
+        self.check_rules(&mut errors);
+        errors
+    }
+
+    /// Fractions of a CPU and thresholds: 0 to 1.
+    fn check_fractions(&self, errors: &mut Vec<(String, String)>) {
         let c = &self.classify;
         let frac = |errors: &mut Vec<(String, String)>, key: &str, v: f64| {
             if !((0.0..=1.0).contains(&v) && v.is_finite()) {
                 errors.push((key.to_string(), format!("must be between 0 and 1, not {v}")));
             }
         };
-        frac(&mut errors, "classify.heavy", c.heavy);
-        frac(&mut errors, "classify.medium", c.medium);
-        frac(&mut errors, "classify.hysteresis", c.hysteresis);
+        frac(errors, "classify.heavy", c.heavy);
+        frac(errors, "classify.medium", c.medium);
+        frac(errors, "classify.hysteresis", c.hysteresis);
         frac(
-            &mut errors,
+            errors,
             "classify.latency_critical.max_util",
             c.latency_critical.max_util,
         );
-        frac(&mut errors, "plan.medium_min_cpu", self.plan.medium_min_cpu);
-        frac(&mut errors, "guard.floor", self.guard.floor);
-        frac(&mut errors, "guard.min_wait", self.guard.min_wait);
+        frac(errors, "plan.medium_min_cpu", self.plan.medium_min_cpu);
+        frac(errors, "guard.floor", self.guard.floor);
+        frac(errors, "guard.min_wait", self.guard.min_wait);
+    }
+
+    /// `metrics.listen`: an address and port, or off.
+    fn check_listen(&self, errors: &mut Vec<(String, String)>) {
         let listen = &self.metrics.listen;
         if !listen.is_empty() && listen.parse::<std::net::SocketAddr>().is_err() {
             errors.push((
@@ -347,6 +364,11 @@ impl Config {
                 ),
             ));
         }
+    }
+
+    /// The classes' thresholds, in order, and the latency-critical rules.
+    fn check_classify(&self, errors: &mut Vec<(String, String)>) {
+        let c = &self.classify;
         if c.heavy <= c.medium {
             errors.push((
                 "classify.heavy".into(),
@@ -382,6 +404,11 @@ impl Config {
                 "rates and times must be positive".into(),
             ));
         }
+    }
+
+    /// The loop's intervals and the young threads' window.
+    fn check_daemon(&self, errors: &mut Vec<(String, String)>) {
+        let c = &self.classify;
         let d = &self.daemon;
         if d.fast_interval_ms != 0 && !(10..=d.interval_ms).contains(&d.fast_interval_ms) {
             errors.push((
@@ -412,6 +439,10 @@ impl Config {
                 ),
             ));
         }
+    }
+
+    /// Group weights, the boost's slice and nice.
+    fn check_plan(&self, errors: &mut Vec<(String, String)>) {
         for (key, v) in [
             ("plan.shared_shares", self.plan.shared_shares),
             ("plan.dedicated_shares", self.plan.dedicated_shares),
@@ -445,6 +476,10 @@ impl Config {
                 ),
             ));
         }
+    }
+
+    /// Boost lengths and rate.
+    fn check_boost(&self, errors: &mut Vec<(String, String)>) {
         let b = &self.boost;
         if b.default_max_ms == 0 || b.max_ms_limit < b.default_max_ms {
             errors.push((
@@ -458,6 +493,10 @@ impl Config {
         if b.rate_per_s == 0 {
             errors.push(("boost.rate_per_s".into(), "must be at least 1".into()));
         }
+    }
+
+    /// The latency group's EEVDF slice.
+    fn check_latency_slice(&self, errors: &mut Vec<(String, String)>) {
         let slice = self.plan.latency_slice_us;
         if slice != 0 && !(100..=100_000).contains(&slice) {
             errors.push((
@@ -465,6 +504,10 @@ impl Config {
                 format!("must be 0 (leave slices alone) or 100 to 100000 (the kernel's range), not {slice}"),
             ));
         }
+    }
+
+    /// Each rule matches something and decides one thing.
+    fn check_rules(&self, errors: &mut Vec<(String, String)>) {
         for (i, r) in self.rules.iter().enumerate() {
             if r.comm.is_none() && r.exe.is_none() && r.cgroup.is_none() && r.uid.is_none() {
                 errors.push((
@@ -479,7 +522,6 @@ impl Config {
                 ));
             }
         }
-        errors
     }
 }
 

@@ -127,9 +127,15 @@ type GroupValue = fn(&GroupStatus) -> u64;
 /// The exposition: `counters` and the state in `status`.
 pub fn render(counters: &Counters, status: &Status) -> String {
     let mut out = String::new();
-    let c = counters;
+    render_state(&mut out, status);
+    render_counters(&mut out, counters, status);
+    out
+}
+
+/// The state in force: the daemon, its CPUs, threads by class, groups.
+fn render_state(out: &mut String, status: &Status) {
     header(
-        &mut out,
+        out,
         "corral_info",
         "The daemon's version and backend (value always 1).",
         "gauge",
@@ -142,14 +148,14 @@ pub fn render(counters: &Counters, status: &Status) -> String {
         label(status.config.as_deref().unwrap_or("built-in defaults")),
     );
     single(
-        &mut out,
+        out,
         "corral_online_cpus",
         "CPUs online.",
         "gauge",
         status.online.len(),
     );
     header(
-        &mut out,
+        out,
         "corral_threads",
         "Threads in scope by class (unmanaged: left alone; new: not yet classified).",
         "gauge",
@@ -165,7 +171,7 @@ pub fn render(counters: &Counters, status: &Status) -> String {
         .iter()
         .partition(|g| g.kind == GroupKind::Boost);
     header(
-        &mut out,
+        out,
         "corral_group_info",
         "Each of corral's groups (but boost groups): its kind and CPU list (value always 1).",
         "gauge",
@@ -197,46 +203,51 @@ pub fn render(counters: &Counters, status: &Status) -> String {
         ),
     ];
     for (name, help, value) in per_group {
-        header(&mut out, name, help, "gauge");
+        header(out, name, help, "gauge");
         for g in &groups {
             let _ = writeln!(out, "{name}{{group=\"{}\"}} {}", label(&g.name), value(g));
         }
     }
     single(
-        &mut out,
+        out,
         "corral_boost_groups",
         "Boost groups: a boosted thread's own group, raised or at rest.",
         "gauge",
         boost.len(),
     );
+}
+
+/// What the daemon did since it started: steps, changes, errors, hot-plug,
+/// guard actions, boosts.
+fn render_counters(out: &mut String, c: &Counters, status: &Status) {
     single(
-        &mut out,
+        out,
         "corral_steps_total",
         "Full steps (sample, classify, plan, apply) taken.",
         "counter",
         c.steps,
     );
     single(
-        &mut out,
+        out,
         "corral_quick_steps_total",
         "Quick steps between full ones that re-planned (a new thread placed, an exit, a spawner).",
         "counter",
         c.quick_steps,
     );
     c.step_seconds.write(
-        &mut out,
+        out,
         "corral_step_duration_seconds",
         "Time a full step took.",
         &STEP_BUCKETS,
     );
     c.sample_seconds.write(
-        &mut out,
+        out,
         "corral_sample_duration_seconds",
         "Time reading the threads in scope took (the sampler's cost), per full step.",
         &STEP_BUCKETS,
     );
     header(
-        &mut out,
+        out,
         "corral_changes_total",
         "Changes applied: groups set, threads moved, threads released, groups removed.",
         "counter",
@@ -245,61 +256,60 @@ pub fn render(counters: &Counters, status: &Status) -> String {
         let _ = writeln!(out, "corral_changes_total{{kind=\"{kind}\"}} {n}");
     }
     single(
-        &mut out,
+        out,
         "corral_errors_total",
         "Changes that failed (a thread that exited meanwhile is not counted).",
         "counter",
         c.errors,
     );
     single(
-        &mut out,
+        out,
         "corral_hotplug_total",
         "Times the set of online CPUs changed.",
         "counter",
         c.hotplug,
     );
     single(
-        &mut out,
+        out,
         "corral_guard_actions_total",
         "Threads the starvation guard took out of corral's groups.",
         "counter",
         c.guard_actions,
     );
     single(
-        &mut out,
+        out,
         "corral_boosts_requested_total",
         "Boost requests received.",
         "counter",
         c.boosts_requested,
     );
     single(
-        &mut out,
+        out,
         "corral_boosts_granted_total",
         "Boost requests granted (new or extended).",
         "counter",
         c.boosts_granted,
     );
     single(
-        &mut out,
+        out,
         "corral_boosts_refused_total",
         "Boost requests refused (rate limit, permission, unknown or unmanaged thread).",
         "counter",
         c.boosts_refused,
     );
     single(
-        &mut out,
+        out,
         "corral_boosts_active",
         "Boosts in force now.",
         "gauge",
         status.boosted.len(),
     );
     c.boost_seconds.write(
-        &mut out,
+        out,
         "corral_boost_duration_seconds",
         "How long each boost lasted, from the request to its end.",
         &BOOST_BUCKETS,
     );
-    out
 }
 
 #[cfg(test)]

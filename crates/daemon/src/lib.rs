@@ -1080,8 +1080,54 @@ impl<H: Host> Daemon<H> {
         max_ms: Option<u64>,
         caller: Caller,
     ) -> Result<BoostReply, String> {
-        // The rate limit comes first: every request counts, and a request
-        // for an unknown thread may cost a whole step.
+        let max_ms = self.admit_boost(tid, max_ms, caller)?;
+        let (now, extended) = self.record_boost(tid, max_ms)?;
+        self.boost_ready.insert(tid, now);
+        if let Some(cpu) = self.raise_own_group(tid, extended)? {
+            return Ok(BoostReply {
+                tid,
+                max_ms,
+                extended,
+                cpu,
+            });
+        }
+        // Elsewhere: a re-plan moves it to its own group, raised.
+        let own = plan::boost_name(tid);
+        self.ensure_plan_thread(tid);
+        let mut report = StepReport::default();
+        self.replan(&mut report);
+        self.last.errors.extend(report.errors.iter().cloned());
+        if self.applied.group_of(tid).is_none_or(|g| g.name != own) {
+            self.drop_boost(tid, extended);
+            return Err(format!(
+                "could not boost thread {tid}: {}",
+                report.errors.join("; ")
+            ));
+        }
+        let cpu = self
+            .applied
+            .group_of(tid)
+            .filter(|g| g.cpus.len() < self.topology.online.len())
+            .and_then(|g| g.cpus.first());
+        Ok(BoostReply {
+            tid,
+            max_ms,
+            extended,
+            cpu,
+        })
+    }
+
+    /// Whether a boost of `tid` for `max_ms` (the default if none) may be
+    /// granted to `caller`: the rate limit first (every request counts,
+    /// and a request for an unknown thread may cost a whole step), a thread
+    /// in scope and managed, the caller's own (or root), a length in
+    /// range. The length granted.
+    fn admit_boost(
+        &mut self,
+        tid: u32,
+        max_ms: Option<u64>,
+        caller: Caller,
+    ) -> Result<u64, String> {
         let now = self.host.now_ns();
         let rate = self.config.boost.rate_per_s;
         if !self.rate.allow(caller.uid, now, rate) {
@@ -1132,6 +1178,15 @@ impl<H: Host> Daemon<H> {
                 cfg.max_ms_limit
             ));
         }
+        Ok(max_ms)
+    }
+
+    /// A new boost of `tid` until `max_ms` from now, or an existing one
+    /// extended (never past `max_ms_limit` from when it began). When, and
+    /// whether it was extended.
+    fn record_boost(&mut self, tid: u32, max_ms: u64) -> Result<(u64, bool), String> {
+        let cfg = &self.config.boost;
+        let k = &self.known[&tid];
         let now = self.host.now_ns();
         let progress = self
             .host
@@ -1162,67 +1217,46 @@ impl<H: Host> Daemon<H> {
                 false
             }
         };
-        self.boost_ready.insert(tid, now);
+        Ok((now, extended))
+    }
+
+    /// Fast path: the thread sits in its own group since an earlier boost,
+    /// so raising it is that group's change alone — its members' nice and
+    /// slice, its weight and CPU; no cgroup move. The eviction (the other
+    /// groups' cpusets) runs right after the reply (`settle`). `None` when
+    /// the thread is elsewhere; else the CPU reserved for it, if any.
+    #[allow(clippy::option_option)]
+    fn raise_own_group(&mut self, tid: u32, extended: bool) -> Result<Option<Option<u32>>, String> {
         let own = plan::boost_name(tid);
-        // Fast path: the thread sits in its own group since an earlier
-        // boost, so raising it is that group's change alone — its members'
-        // nice and slice, its weight and CPU; no cgroup move. The eviction
-        // (the other groups' cpusets) runs right after the reply (`settle`).
-        if self
+        if !self
             .applied
             .placements
             .get(&tid)
             .is_some_and(|(_, g)| *g == own)
         {
-            self.ensure_plan_thread(tid);
-            let next = self.next_plan();
-            let Some(spec) = next.groups.get(&own).cloned() else {
-                self.drop_boost(tid, extended);
-                return Err(format!("could not boost thread {tid}: no group planned"));
-            };
-            if self.applied.groups.get(&own) != Some(&spec) {
-                let change = Change::SetGroup(spec.clone());
-                if let Err(e) = self.host.apply(&change) {
-                    self.counters.errors += 1;
-                    self.drop_boost(tid, extended);
-                    return Err(format!("could not boost thread {tid}: {e}"));
-                }
-                self.counters.changes[0] += 1;
-                self.applied.groups.insert(own.clone(), spec.clone());
-            }
-            self.pending_replan = true;
-            let cpu = Some(&spec)
-                .filter(|g| g.cpus.len() < self.topology.online.len())
-                .and_then(|g| g.cpus.first());
-            return Ok(BoostReply {
-                tid,
-                max_ms,
-                extended,
-                cpu,
-            });
+            return Ok(None);
         }
         self.ensure_plan_thread(tid);
-        let mut report = StepReport::default();
-        self.replan(&mut report);
-        self.last.errors.extend(report.errors.iter().cloned());
-        if self.applied.group_of(tid).is_none_or(|g| g.name != own) {
+        let next = self.next_plan();
+        let Some(spec) = next.groups.get(&own).cloned() else {
             self.drop_boost(tid, extended);
-            return Err(format!(
-                "could not boost thread {tid}: {}",
-                report.errors.join("; ")
-            ));
+            return Err(format!("could not boost thread {tid}: no group planned"));
+        };
+        if self.applied.groups.get(&own) != Some(&spec) {
+            let change = Change::SetGroup(spec.clone());
+            if let Err(e) = self.host.apply(&change) {
+                self.counters.errors += 1;
+                self.drop_boost(tid, extended);
+                return Err(format!("could not boost thread {tid}: {e}"));
+            }
+            self.counters.changes[0] += 1;
+            self.applied.groups.insert(own.clone(), spec.clone());
         }
-        let cpu = self
-            .applied
-            .group_of(tid)
+        self.pending_replan = true;
+        let cpu = Some(&spec)
             .filter(|g| g.cpus.len() < self.topology.online.len())
             .and_then(|g| g.cpus.first());
-        Ok(BoostReply {
-            tid,
-            max_ms,
-            extended,
-            cpu,
-        })
+        Ok(Some(cpu))
     }
 
     /// Runs the re-plan a fast boost left owed (eviction). The loop calls

@@ -335,11 +335,43 @@ impl<H: Host> Daemon<H> {
         self.counters
             .observe_sample(self.host.now_ns().saturating_sub(sampling) as f64 / 1e9);
         report.threads = snapshot.threads.len();
-        // Threads seen for the first time are young: quick steps watch them
-        // (the host's task events usually named them already). Not at the
-        // first step: what runs when corral starts is not new, and quick
-        // reads of every thread for `young_ms` would cost what a full pass
-        // per fast interval costs.
+        self.watch_new(&snapshot);
+        let (known, plan_threads) = self.classify_all(snapshot);
+        self.classifier.retain(|tid| known.contains_key(&tid));
+        self.pinned = known
+            .values()
+            .filter(|k| {
+                matches!(k.unmanaged, Some(Unmanaged::AffinityNarrowed))
+                    && k.stats
+                        .is_some_and(|s| s.util > 0.0 || s.wakeups_per_s > 0.0)
+            })
+            .filter_map(|k| k.sample.allowed.clone())
+            .fold(CpuSet::new(), |acc, c| acc.union(&c));
+        self.known = known;
+        let now = self.host.now_ns();
+        self.tidy_boosts(now);
+
+        self.guard_starvation(&mut report, now);
+        self.counters.guard_actions += report.guard.len() as u64;
+        let relieved = &self.relieved;
+        self.plan_threads = plan_threads
+            .into_iter()
+            .filter(|t| !relieved.contains_key(&t.tid))
+            .collect();
+        self.replan(&mut report);
+        self.finish_host(&mut report);
+        report.duration_ns = self.host.now_ns().saturating_sub(started);
+        self.counters.observe_step(report.duration_ns as f64 / 1e9);
+        self.last = report;
+        Ok(&self.last)
+    }
+
+    /// Threads seen for the first time are young: quick steps watch them
+    /// (the host's task events usually named them already). Not at the
+    /// first step: what runs when corral starts is not new, and quick
+    /// reads of every thread for `young_ms` would cost what a full pass
+    /// per fast interval costs.
+    fn watch_new(&mut self, snapshot: &corral_core::sample::Snapshot) {
         if self.fast_interval_ns().is_some() && self.step > 1 {
             let at = snapshot.at_ns;
             let max = self.config.daemon.young_max;
@@ -354,6 +386,17 @@ impl<H: Host> Daemon<H> {
                 }
             }
         }
+    }
+
+    /// Every sampled thread's rates, eligibility and class (a rule's, or
+    /// the classifier's; a boosted thread's interval held), and the
+    /// threads the plan places: those ready (seen for a second interval,
+    /// placed, boosted, or decided by a rule), and those that leave the
+    /// group they were born in.
+    fn classify_all(
+        &mut self,
+        snapshot: corral_core::sample::Snapshot,
+    ) -> (BTreeMap<u32, Known>, Vec<PlanThread>) {
         let stats = self.tracker.update(&snapshot);
         let mut known = BTreeMap::new();
         let mut plan_threads = Vec::new();
@@ -408,19 +451,12 @@ impl<H: Host> Daemon<H> {
             }
             known.insert(tid, k);
         }
-        self.classifier.retain(|tid| known.contains_key(&tid));
-        self.pinned = known
-            .values()
-            .filter(|k| {
-                matches!(k.unmanaged, Some(Unmanaged::AffinityNarrowed))
-                    && k.stats
-                        .is_some_and(|s| s.util > 0.0 || s.wakeups_per_s > 0.0)
-            })
-            .filter_map(|k| k.sample.allowed.clone())
-            .fold(CpuSet::new(), |acc, c| acc.union(&c));
-        self.known = known;
-        // A boosted thread that vanished from the scope ends its boost; one
-        // not boosted for `keep_group_s` gives its own group up.
+        (known, plan_threads)
+    }
+
+    /// A boosted thread that vanished from the scope ends its boost; one
+    /// not boosted for `keep_group_s` gives its own group up.
+    fn tidy_boosts(&mut self, now: u64) {
         let gone: Vec<u32> = self
             .boosts
             .keys()
@@ -432,26 +468,11 @@ impl<H: Host> Daemon<H> {
         }
         let known = &self.known;
         let keep_ns = self.config.boost.keep_group_s * 1_000_000_000;
-        let now = self.host.now_ns();
         let boosts = &self.boosts;
         self.boost_ready.retain(|tid, last| {
             known.contains_key(tid)
                 && (boosts.contains_key(tid) || now.saturating_sub(*last) < keep_ns)
         });
-
-        self.guard_starvation(&mut report, now);
-        self.counters.guard_actions += report.guard.len() as u64;
-        let relieved = &self.relieved;
-        self.plan_threads = plan_threads
-            .into_iter()
-            .filter(|t| !relieved.contains_key(&t.tid))
-            .collect();
-        self.replan(&mut report);
-        self.finish_host(&mut report);
-        report.duration_ns = self.host.now_ns().saturating_sub(started);
-        self.counters.observe_step(report.duration_ns as f64 / 1e9);
-        self.last = report;
-        Ok(&self.last)
     }
 
     /// The starvation guard (issue 14). A placed thread that wants a CPU

@@ -126,6 +126,9 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
+/// Where a platform file's key is: `FILE:LINE: key: message`.
+type At<'a> = &'a dyn Fn(&str, String) -> Error;
+
 /// Parses a platform file; errors read `FILE:LINE: key: message`.
 pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
     let f: File = toml::from_str(text).map_err(|e| {
@@ -139,7 +142,59 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             .map_or(0, |i| i + 1);
         Error::Platform(format!("{file}:{line}: {key}: {msg}"))
     };
-    let capacities = match (f.cpus, f.capacities) {
+    let capacities = capacities(f.cpus, f.capacities, file, &at)?;
+    let hz = f.hz.unwrap_or(250);
+    if !(100..=1000).contains(&hz) {
+        return Err(at("hz", format!("{hz} is not a CONFIG_HZ (100 to 1000)")));
+    }
+    let tick_phase = tick_phase(f.tick_phase.as_deref(), hz, &at)?;
+    let kernel = match &f.kernel {
+        Some(k) => Some(
+            k.parse::<crate::models::Model>()
+                .map_err(|e| at("kernel", e.to_string()))?,
+        ),
+        None => None,
+    };
+    let features = match &f.features {
+        Some(w) => w.parse().map_err(|e| at("features", format!("{e}")))?,
+        None => Default::default(),
+    };
+    let n = capacities.len();
+    let hotplug =
+        parse_hotplug(&f.hotplug.join(","), n).map_err(|e| at("hotplug", e.to_string()))?;
+    check_groups(&f.groups, &at)?;
+    if let Some(c) = f.offline.iter().find(|&&c| c >= n) {
+        return Err(at("offline", format!("CPU {c} does not exist ({n} CPUs)")));
+    }
+    if f.offline.len() >= n {
+        return Err(at("offline", "at least one CPU must stay online".into()));
+    }
+    let governor = f.governor.as_ref().map(|g| governor(g, &at)).transpose()?;
+    let boosts = boosts(&f.boost, &at)?;
+    Ok(PlatformSpec {
+        platform: Platform {
+            capacities,
+            hz,
+            tick_phase,
+            hotplug,
+            offline: f.offline,
+            governor,
+        },
+        kernel,
+        features,
+        groups: f.groups,
+        boosts,
+    })
+}
+
+/// The CPUs' capacities: `cpus` of 1024, or each one given.
+fn capacities(
+    cpus: Option<usize>,
+    capacities: Option<Vec<u32>>,
+    file: &str,
+    at: At,
+) -> Result<Vec<u32>, Error> {
+    let capacities = match (cpus, capacities) {
         (Some(_), Some(_)) => {
             return Err(at(
                 "capacities",
@@ -165,11 +220,12 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
     if capacities.iter().any(|&c| c == 0 || c > 1024) {
         return Err(at("capacities", "each capacity is 1 to 1024".into()));
     }
-    let hz = f.hz.unwrap_or(250);
-    if !(100..=1000).contains(&hz) {
-        return Err(at("hz", format!("{hz} is not a CONFIG_HZ (100 to 1000)")));
-    }
-    let tick_phase = match &f.tick_phase {
+    Ok(capacities)
+}
+
+/// The first tick's time, less than one tick (0: one tick in).
+fn tick_phase(phase: Option<&str>, hz: u32, at: At) -> Result<Ns, Error> {
+    Ok(match phase {
         None => 0,
         Some(v) => match parse_time(v) {
             Some(t) if t < 1_000_000_000 / hz as Ns => t,
@@ -186,22 +242,12 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
                 ))
             }
         },
-    };
-    let kernel = match &f.kernel {
-        Some(k) => Some(
-            k.parse::<crate::models::Model>()
-                .map_err(|e| at("kernel", e.to_string()))?,
-        ),
-        None => None,
-    };
-    let features = match &f.features {
-        Some(w) => w.parse().map_err(|e| at("features", format!("{e}")))?,
-        None => Default::default(),
-    };
-    let n = capacities.len();
-    let hotplug =
-        parse_hotplug(&f.hotplug.join(","), n).map_err(|e| at("hotplug", e.to_string()))?;
-    for (path, g) in &f.groups {
+    })
+}
+
+/// Each group's path, bandwidth and shares in range.
+fn check_groups(groups: &BTreeMap<String, GroupSpec>, at: At) -> Result<(), Error> {
+    for (path, g) in groups {
         if !path.starts_with('/') || path == "/" {
             return Err(at(
                 "[groups",
@@ -218,37 +264,35 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             return Err(at("shares", format!("{path}: 2 to 262144")));
         }
     }
-    if let Some(c) = f.offline.iter().find(|&&c| c >= n) {
-        return Err(at("offline", format!("CPU {c} does not exist ({n} CPUs)")));
+    Ok(())
+}
+
+/// The load-driven hot-plug governor.
+fn governor(g: &GovernorEntry, at: At) -> Result<crate::sched::machine::Governor, Error> {
+    if !(g.period_ms > 0.0 && g.period_ms <= 10_000.0) {
+        return Err(at("period_ms", "0 to 10000 ms".into()));
     }
-    if f.offline.len() >= n {
-        return Err(at("offline", "at least one CPU must stay online".into()));
-    }
-    let governor = match &f.governor {
-        None => None,
-        Some(g) => {
-            if !(g.period_ms > 0.0 && g.period_ms <= 10_000.0) {
-                return Err(at("period_ms", "0 to 10000 ms".into()));
-            }
-            for (key, v) in [("up_util", g.up_util), ("down_util", g.down_util)] {
-                if !(0.0..=1.0).contains(&v) {
-                    return Err(at(key, format!("{v} is not a fraction 0 to 1")));
-                }
-            }
-            if g.up_samples == 0 || g.down_samples == 0 {
-                return Err(at("up_samples", "samples are at least 1".into()));
-            }
-            Some(crate::sched::machine::Governor {
-                period: (g.period_ms * 1e6) as Ns,
-                up_util: g.up_util,
-                up_samples: g.up_samples,
-                down_util: g.down_util,
-                down_samples: g.down_samples,
-            })
+    for (key, v) in [("up_util", g.up_util), ("down_util", g.down_util)] {
+        if !(0.0..=1.0).contains(&v) {
+            return Err(at(key, format!("{v} is not a fraction 0 to 1")));
         }
-    };
+    }
+    if g.up_samples == 0 || g.down_samples == 0 {
+        return Err(at("up_samples", "samples are at least 1".into()));
+    }
+    Ok(crate::sched::machine::Governor {
+        period: (g.period_ms * 1e6) as Ns,
+        up_util: g.up_util,
+        up_samples: g.up_samples,
+        down_util: g.down_util,
+        down_samples: g.down_samples,
+    })
+}
+
+/// The framework's scripted boost requests (`--policy corral`).
+fn boosts(boost: &[BoostEntry], at: At) -> Result<Vec<crate::corral::policy::BoostScript>, Error> {
     let mut boosts = Vec::new();
-    for b in &f.boost {
+    for b in boost {
         let time = |key: &str, v: &str| {
             parse_time(v).ok_or_else(|| at(key, format!("{v:?} is not a time (e.g. 1s, 200ms)")))
         };
@@ -271,20 +315,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             max_ms: b.max_ms,
         });
     }
-    Ok(PlatformSpec {
-        platform: Platform {
-            capacities,
-            hz,
-            tick_phase,
-            hotplug,
-            offline: f.offline,
-            governor,
-        },
-        kernel,
-        features,
-        groups: f.groups,
-        boosts,
-    })
+    Ok(boosts)
 }
 
 /// Parses hot-plug events, "2s:cpu1=off,5500ms:cpu1=on".

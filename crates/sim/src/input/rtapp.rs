@@ -381,6 +381,116 @@ impl Ctx<'_> {
         }
         Ok(phase)
     }
+
+    /// The `global` object: the run's duration and default policy; rt-app's
+    /// own logging and calibration keys are accepted and ignored.
+    fn global(&self, v: &Value, workload: &mut Workload) -> Result<(), Error> {
+        for (gk, gv) in self.object(v, "global")? {
+            match gk.as_str() {
+                "duration" => {
+                    let d = gv
+                        .as_f64()
+                        .ok_or_else(|| self.err(gv, Some(gk), "expected a number of seconds"))?;
+                    workload.duration_s = (d >= 0.0).then_some(d);
+                }
+                "default_policy" => {
+                    let s = self.string(gv, gk)?;
+                    workload.default_policy = Policy::parse(&s).ok_or_else(|| {
+                        self.err(gv, Some(gk), format!("unsupported policy {s:?}"))
+                    })?;
+                }
+                "pi_enabled" if gv.as_bool() == Some(false) => {}
+                k if GLOBAL_NO_OPS.contains(&k) => {}
+                _ => return Err(self.err(gv, Some(gk), "unsupported global key")),
+            }
+        }
+        Ok(())
+    }
+
+    /// One task object: its instances, policy and priority, CPUs, group,
+    /// loops, and its phases (or its events as one phase).
+    fn task(&self, name: &str, tv: &Value, default_policy: Policy) -> Result<Task, Error> {
+        let o = self.object(tv, name)?;
+        let mut task = Task {
+            name: name.to_string(),
+            instances: 1,
+            policy: default_policy,
+            priority: 0,
+            cpus: None,
+            taskgroup: None,
+            loops: -1,
+            phases: Vec::new(),
+        };
+        let mut priority = None;
+        let mut phases = None;
+        for (k, v) in o {
+            match k.as_str() {
+                "instance" => {
+                    let n = self.uint(v, k)?;
+                    task.instances = u32::try_from(n)
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| self.err(v, Some(k), "must be a positive count"))?;
+                }
+                "loop" => task.loops = self.int(v, k)?,
+                "policy" => {
+                    let s = self.string(v, k)?;
+                    task.policy = Policy::parse(&s)
+                        .ok_or_else(|| self.err(v, Some(k), format!("unsupported policy {s:?}")))?;
+                }
+                "priority" => priority = Some((self.int(v, k)?, v)),
+                "cpus" => task.cpus = Some(self.cpus(v, k)?),
+                "taskgroup" => task.taskgroup = Some(self.string(v, k)?),
+                "phases" => phases = Some(self.object(v, k)?),
+                _ => {}
+            }
+        }
+        if let Some((p, v)) = priority {
+            let ok = if task.policy.is_rt() {
+                (1..=99).contains(&p)
+            } else {
+                (-20..=19).contains(&p)
+            };
+            if !ok {
+                return Err(self.err(
+                    v,
+                    Some("priority"),
+                    format!("{p} is out of range for {:?}", task.policy),
+                ));
+            }
+            task.priority = p as i32;
+        } else if task.policy.is_rt() {
+            task.priority = 10;
+        }
+        match phases {
+            Some(ps) => {
+                // Events beside "phases" at task level are not allowed.
+                if let Some((k, v)) = o.iter().find(|(k, _)| !TASK_KEYS.contains(&k.as_str())) {
+                    return Err(self.err(
+                        v,
+                        Some(k),
+                        "unsupported task key (events belong in a phase when there are phases)",
+                    ));
+                }
+                for (pname, pv) in ps {
+                    let po = self.object(pv, pname)?;
+                    task.phases.push(self.phase(pname, po, false)?);
+                }
+            }
+            None => task.phases.push(self.phase("p0", o, true)?),
+        }
+        if task.loops == 0 || task.loops < -1 {
+            return Err(self.err(
+                tv,
+                Some("loop"),
+                "must be -1 (for ever) or a positive count",
+            ));
+        }
+        if task.phases.iter().all(|p| p.events.is_empty()) {
+            return Err(self.err(tv, None, "has no events"));
+        }
+        Ok(task)
+    }
 }
 
 /// Parses an rt-app workload; `file` names it in errors.
@@ -403,27 +513,7 @@ pub fn parse(text: &str, file: &str) -> Result<Workload, Error> {
     for (k, v) in top {
         match k.as_str() {
             "tasks" => tasks_value = Some(v),
-            "global" => {
-                for (gk, gv) in ctx.object(v, "global")? {
-                    match gk.as_str() {
-                        "duration" => {
-                            let d = gv.as_f64().ok_or_else(|| {
-                                ctx.err(gv, Some(gk), "expected a number of seconds")
-                            })?;
-                            workload.duration_s = (d >= 0.0).then_some(d);
-                        }
-                        "default_policy" => {
-                            let s = ctx.string(gv, gk)?;
-                            workload.default_policy = Policy::parse(&s).ok_or_else(|| {
-                                ctx.err(gv, Some(gk), format!("unsupported policy {s:?}"))
-                            })?;
-                        }
-                        "pi_enabled" if gv.as_bool() == Some(false) => {}
-                        k if GLOBAL_NO_OPS.contains(&k) => {}
-                        _ => return Err(ctx.err(gv, Some(gk), "unsupported global key")),
-                    }
-                }
-            }
+            "global" => ctx.global(v, &mut workload)?,
             _ => {
                 return Err(ctx.err(
                     v,
@@ -437,85 +527,7 @@ pub fn parse(text: &str, file: &str) -> Result<Workload, Error> {
         tasks_value.ok_or_else(|| ctx.err(&root, Some("tasks"), "no \"tasks\" object"))?;
     for (name, tv) in ctx.object(tasks_value, "tasks")? {
         ctx.task = Some(name.clone());
-        let o = ctx.object(tv, name)?;
-        let mut task = Task {
-            name: name.clone(),
-            instances: 1,
-            policy: workload.default_policy,
-            priority: 0,
-            cpus: None,
-            taskgroup: None,
-            loops: -1,
-            phases: Vec::new(),
-        };
-        let mut priority = None;
-        let mut phases = None;
-        for (k, v) in o {
-            match k.as_str() {
-                "instance" => {
-                    let n = ctx.uint(v, k)?;
-                    task.instances = u32::try_from(n)
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| ctx.err(v, Some(k), "must be a positive count"))?;
-                }
-                "loop" => task.loops = ctx.int(v, k)?,
-                "policy" => {
-                    let s = ctx.string(v, k)?;
-                    task.policy = Policy::parse(&s)
-                        .ok_or_else(|| ctx.err(v, Some(k), format!("unsupported policy {s:?}")))?;
-                }
-                "priority" => priority = Some((ctx.int(v, k)?, v)),
-                "cpus" => task.cpus = Some(ctx.cpus(v, k)?),
-                "taskgroup" => task.taskgroup = Some(ctx.string(v, k)?),
-                "phases" => phases = Some(ctx.object(v, k)?),
-                _ => {}
-            }
-        }
-        if let Some((p, v)) = priority {
-            let ok = if task.policy.is_rt() {
-                (1..=99).contains(&p)
-            } else {
-                (-20..=19).contains(&p)
-            };
-            if !ok {
-                return Err(ctx.err(
-                    v,
-                    Some("priority"),
-                    format!("{p} is out of range for {:?}", task.policy),
-                ));
-            }
-            task.priority = p as i32;
-        } else if task.policy.is_rt() {
-            task.priority = 10;
-        }
-        match phases {
-            Some(ps) => {
-                // Events beside "phases" at task level are not allowed.
-                if let Some((k, v)) = o.iter().find(|(k, _)| !TASK_KEYS.contains(&k.as_str())) {
-                    return Err(ctx.err(
-                        v,
-                        Some(k),
-                        "unsupported task key (events belong in a phase when there are phases)",
-                    ));
-                }
-                for (pname, pv) in ps {
-                    let po = ctx.object(pv, pname)?;
-                    task.phases.push(ctx.phase(pname, po, false)?);
-                }
-            }
-            None => task.phases.push(ctx.phase("p0", o, true)?),
-        }
-        if task.loops == 0 || task.loops < -1 {
-            return Err(ctx.err(
-                tv,
-                Some("loop"),
-                "must be -1 (for ever) or a positive count",
-            ));
-        }
-        if task.phases.iter().all(|p| p.events.is_empty()) {
-            return Err(ctx.err(tv, None, "has no events"));
-        }
+        let task = ctx.task(name, tv, workload.default_policy)?;
         workload.tasks.push(task);
     }
     if workload.tasks.is_empty() {

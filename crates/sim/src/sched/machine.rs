@@ -1527,6 +1527,80 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
+    /// rt-app's `timer`: the next expiry of timer `name` (id `id`; a
+    /// `unique…` timer is the thread's own), `period` after the last;
+    /// records the slack (negative when the thread came late). In relative
+    /// mode a missed expiry re-bases the timer on now. The time to sleep
+    /// until, if the expiry is ahead.
+    fn timer(
+        &mut self,
+        t: TaskId,
+        name: &Name,
+        id: u32,
+        period: Ns,
+        mode: TimerMode,
+        now: Ns,
+    ) -> Option<Ns> {
+        let slot = if name.starts_with("unique") {
+            let own = &mut self.tasks[t].own_timers;
+            let i = match own.iter().position(|(n, _)| n == name) {
+                Some(i) => i,
+                None => {
+                    own.push((name.clone(), now));
+                    own.len() - 1
+                }
+            };
+            &mut own[i].1
+        } else {
+            self.timers[id as usize].get_or_insert(now)
+        };
+        let next = *slot + period;
+        let slack = next as i64 - now as i64;
+        let next = if mode == TimerMode::Relative && next < now {
+            now
+        } else {
+            next
+        };
+        *slot = next;
+        let task = &mut self.tasks[t];
+        task.stats.slack.record(slack);
+        task.iter_slack = slack;
+        (next > now).then(|| {
+            task.timer_wake = true;
+            next
+        })
+    }
+
+    /// rt-app's `resume`: wakes every thread suspended on `id` (a resume
+    /// with none suspended is lost, as a condition variable's signal is).
+    fn resume(&mut self, id: u32) {
+        // (The list is put back empty, to be reused.)
+        let mut ws = std::mem::take(&mut self.suspended[id as usize]);
+        for &w in &ws {
+            self.wake(w);
+        }
+        ws.clear();
+        let list = &mut self.suspended[id as usize];
+        if list.is_empty() {
+            *list = ws;
+        }
+    }
+
+    /// rt-app's `barrier`: `t` arrives at barrier `id`; the last to arrive
+    /// wakes the others and goes on (true), the others wait (false).
+    fn barrier(&mut self, t: TaskId, id: u32) -> bool {
+        let entry = &mut self.barriers[id as usize];
+        entry.1.push(t);
+        if entry.1.len() < entry.0 {
+            return false;
+        }
+        let others: Vec<TaskId> = entry.1.drain(..).filter(|&w| w != t).collect();
+        for w in others {
+            self.wake(w);
+        }
+        true
+    }
+
     /// Executes the running task's events until it needs CPU, blocks or ends.
     fn step_task(&mut self, t: TaskId) {
         if let Some(m) = self.tasks[t].relock {
@@ -1570,35 +1644,7 @@ impl<K: SchedClass> Machine<K> {
                     period_us,
                     mode,
                 } => {
-                    let period = period_us * 1000;
-                    let slot = if name.starts_with("unique") {
-                        let own = &mut self.tasks[t].own_timers;
-                        let i = match own.iter().position(|(n, _)| n == name) {
-                            Some(i) => i,
-                            None => {
-                                own.push((name.clone(), now));
-                                own.len() - 1
-                            }
-                        };
-                        &mut own[i].1
-                    } else {
-                        self.timers[id as usize].get_or_insert(now)
-                    };
-                    let next = *slot + period;
-                    // rt-app's slack: negative when the thread came late.
-                    let slack = next as i64 - now as i64;
-                    // Relative mode: a missed expiry re-bases the timer on now.
-                    let next = if *mode == TimerMode::Relative && next < now {
-                        now
-                    } else {
-                        next
-                    };
-                    *slot = next;
-                    let task = &mut self.tasks[t];
-                    task.stats.slack.record(slack);
-                    task.iter_slack = slack;
-                    if next > now {
-                        task.timer_wake = true;
+                    if let Some(next) = self.timer(t, name, id, period_us * 1000, *mode, now) {
                         return self.sleep_until(t, next);
                     }
                 }
@@ -1606,18 +1652,7 @@ impl<K: SchedClass> Machine<K> {
                     self.suspended[id as usize].push(t);
                     return self.block(t, false);
                 }
-                Event::Resume(_) => {
-                    // (The list is put back empty, to be reused.)
-                    let mut ws = std::mem::take(&mut self.suspended[id as usize]);
-                    for &w in &ws {
-                        self.wake(w);
-                    }
-                    ws.clear();
-                    let list = &mut self.suspended[id as usize];
-                    if list.is_empty() {
-                        *list = ws;
-                    }
-                }
+                Event::Resume(_) => self.resume(id),
                 Event::Lock(_) => {
                     if !self.lock(t, id) {
                         return self.block(t, false);
@@ -1641,14 +1676,7 @@ impl<K: SchedClass> Machine<K> {
                     return self.block(t, false);
                 }
                 Event::Barrier(_) => {
-                    let entry = &mut self.barriers[id as usize];
-                    entry.1.push(t);
-                    if entry.1.len() >= entry.0 {
-                        let others: Vec<TaskId> = entry.1.drain(..).filter(|&w| w != t).collect();
-                        for w in others {
-                            self.wake(w);
-                        }
-                    } else {
+                    if !self.barrier(t, id) {
                         return self.block(t, false);
                     }
                 }

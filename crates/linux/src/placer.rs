@@ -434,6 +434,31 @@ impl Placer {
     /// process, so a second daemon on the same root is refused.
     pub fn reconcile(&mut self) -> Result<Reconciled> {
         let mut out = Reconciled::default();
+        let record = self.load_record(&mut out)?;
+        self.remove_temporary_records();
+        self.remove_groups(&mut out)?;
+        if let (true, Some(s)) = (matches!(self.layout, Layout::Threads), &record) {
+            self.restore_threads(s, &mut out);
+        }
+        if let Some(s) = &record {
+            self.restore_recorded_attrs(s, &mut out);
+        }
+        self.origins.clear();
+        self.old_attrs.clear();
+        self.groups.clear();
+        self.placed.clear();
+        self.v2_members.clear();
+        self.masks.clear();
+        self.given.clear();
+        self.processes.clear();
+        self.created_root = false;
+        self.persist()?;
+        Ok(out)
+    }
+
+    /// The record of an earlier daemon, if any (an error if that daemon
+    /// still runs), with the origins whose task is still the one recorded.
+    fn load_record(&mut self, out: &mut Reconciled) -> Result<Option<crate::state::State>> {
         let me = std::process::id();
         let record = match &self.state_file {
             Some(path) => crate::state::load(path)?,
@@ -473,7 +498,11 @@ impl Placer {
                 }
             }
         }
-        // Temporary files of records whose writer was killed mid-write.
+        Ok(record)
+    }
+
+    /// Temporary files of records whose writer was killed mid-write.
+    fn remove_temporary_records(&self) {
         if let Some(path) = &self.state_file {
             if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
                 let prefix = format!("{}.", name.to_string_lossy());
@@ -485,7 +514,11 @@ impl Placer {
                 }
             }
         }
-        // Children first, then the roots.
+    }
+
+    /// corral's groups drained (each task back to its origin, or the
+    /// root's) and removed: children first, then the roots.
+    fn remove_groups(&mut self, out: &mut Reconciled) -> Result<()> {
         for root in self.root_dirs() {
             let Ok(entries) = std::fs::read_dir(&root) else {
                 continue;
@@ -511,63 +544,58 @@ impl Placer {
                 out.groups_removed += 1;
             }
         }
-        if let (Layout::Threads, Some(s)) = (&self.layout, &record) {
-            // Every recorded thread gets its affinity back, and so does a
-            // thread born to one of them with a group's CPU set.
-            for m in &s.masks {
-                if let Ok(cpus) = m.cpus.parse::<CpuSet>() {
-                    self.given.insert(cpus, m.since);
-                }
+        Ok(())
+    }
+
+    /// The per-thread backend's record: every recorded thread gets its
+    /// affinity back, and so does a thread born to one of them with a
+    /// group's CPU set; units get their weight back.
+    fn restore_threads(&mut self, s: &crate::state::State, out: &mut Reconciled) {
+        for m in &s.masks {
+            if let Ok(cpus) = m.cpus.parse::<CpuSet>() {
+                self.given.insert(cpus, m.since);
             }
-            for r in &s.processes {
-                if let Ok(cpus) = r.cpus.parse::<CpuSet>() {
-                    self.processes.insert(r.pid, (r.start, cpus));
-                }
+        }
+        for r in &s.processes {
+            if let Ok(cpus) = r.cpus.parse::<CpuSet>() {
+                self.processes.insert(r.pid, (r.start, cpus));
             }
-            let tids: Vec<u32> = self.origins.keys().copied().collect();
-            for tid in tids {
-                let o = self.origins[&tid].clone();
-                if self.put_back_affinity(o.pid, tid, &o) {
-                    out.affinities_restored += 1;
-                }
+        }
+        let tids: Vec<u32> = self.origins.keys().copied().collect();
+        for tid in tids {
+            let o = self.origins[&tid].clone();
+            if self.put_back_affinity(o.pid, tid, &o) {
+                out.affinities_restored += 1;
             }
-            out.affinities_restored += self.widen_inherited();
-            for u in &s.units {
-                if self.give_back(&u.unit, u.cpu_weight).is_ok() {
-                    out.units_restored += 1;
+        }
+        out.affinities_restored += self.widen_inherited();
+        for u in &s.units {
+            if self.give_back(&u.unit, u.cpu_weight).is_ok() {
+                out.units_restored += 1;
+            } else {
+                // Kept in the fresh record: a later restore tries again.
+                self.raised
+                    .insert(u.unit.clone(), (u.cpu_weight, BTreeSet::new()));
+            }
+        }
+    }
+
+    /// Each recorded thread's nice and slice, if it is still the one
+    /// recorded.
+    fn restore_recorded_attrs(&self, s: &crate::state::State, out: &mut Reconciled) {
+        for a in &s.attrs {
+            let now = crate::state::start_time(&self.procfs, a.pid, a.tid);
+            if now.is_some() && now == a.start {
+                let slice = if a.slice_ns == self.default_slice_ns {
+                    0
                 } else {
-                    // Kept in the fresh record: a later restore tries again.
-                    self.raised
-                        .insert(u.unit.clone(), (u.cpu_weight, BTreeSet::new()));
+                    a.slice_ns
+                };
+                if crate::sched::set_fair_attr(a.tid, a.nice, slice).is_ok() {
+                    out.attrs_restored += 1;
                 }
             }
         }
-        if let Some(s) = &record {
-            for a in &s.attrs {
-                let now = crate::state::start_time(&self.procfs, a.pid, a.tid);
-                if now.is_some() && now == a.start {
-                    let slice = if a.slice_ns == self.default_slice_ns {
-                        0
-                    } else {
-                        a.slice_ns
-                    };
-                    if crate::sched::set_fair_attr(a.tid, a.nice, slice).is_ok() {
-                        out.attrs_restored += 1;
-                    }
-                }
-            }
-        }
-        self.origins.clear();
-        self.old_attrs.clear();
-        self.groups.clear();
-        self.placed.clear();
-        self.v2_members.clear();
-        self.masks.clear();
-        self.given.clear();
-        self.processes.clear();
-        self.created_root = false;
-        self.persist()?;
-        Ok(out)
     }
 
     /// Forgets the record (a dry run, or a `corral restore` that is done).

@@ -1249,11 +1249,11 @@ impl<H: Host> Daemon<H> {
     #[allow(clippy::option_option)]
     fn raise_own_group(&mut self, tid: u32, extended: bool) -> Result<Option<Option<u32>>, String> {
         let own = plan::boost_name(tid);
-        if !self
+        if self
             .applied
             .placements
             .get(&tid)
-            .is_some_and(|(_, g)| *g == own)
+            .is_none_or(|(_, g)| *g != own)
         {
             return Ok(None);
         }

@@ -10,6 +10,7 @@
 //! group and the thread's own nice value and slice.
 
 use crate::daemon_thread::DaemonThread;
+use crate::error::Result;
 use crate::groups::{lab_config, LabGroups};
 use crate::work::percentile;
 use corral_linux::placer::Layout;
@@ -41,12 +42,12 @@ pub fn run(
     requests: usize,
     gap_ms: u64,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let mut groups = LabGroups::for_experiment(layout)?;
-    let g = groups.group("work", 1024).map_err(|e| e.to_string())?;
+    let g = groups.group("work", 1024)?;
     let mut c = Command::new(exe);
     c.args(["lab", "work", "sleepers", "--threads", "0"]);
-    let pid = groups.spawn(&g, c).map_err(|e| e.to_string())?;
+    let pid = groups.spawn(&g, c)?;
     let socket = std::env::temp_dir().join(format!("corral-lab-{}-bench.sock", std::process::id()));
     let mut config = lab_config();
     config.boost.rate_per_s = 1_000_000;
@@ -58,8 +59,7 @@ pub fn run(
         LabGroups::daemon_group_name(),
         config.clone(),
         Some(&socket),
-    )
-    .map_err(|e| format!("cannot start the daemon: {e}"))?;
+    )?;
     std::thread::sleep(Duration::from_millis(3 * config.daemon.interval_ms));
     progress(&format!("{requests} boost requests for thread {pid}"));
     let mut times = Vec::with_capacity(requests);

@@ -7,6 +7,7 @@
 //! groups with its original affinity, nice value and slice.
 
 use crate::daemon_process::DaemonProcess;
+use crate::error::Result;
 use crate::groups::LabGroups;
 use corral_linux::placer::Layout;
 use serde::Serialize;
@@ -69,17 +70,15 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let me = std::process::id();
     let dir = crate::groups::scratch_dir("crash")?;
     let mut groups = LabGroups::for_experiment(layout)?;
-    let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
-    let spawn = |groups: &mut LabGroups, args: &[&str]| -> Result<u32, String> {
+    let work = groups.group("work", 1024)?;
+    let spawn = |groups: &mut LabGroups, args: &[&str]| -> Result<u32> {
         let mut c = Command::new(exe);
         c.args(["lab", "work"]).args(args);
-        groups
-            .spawn(&work, c)
-            .map_err(|e| format!("cannot start `corral lab work {}`: {e}", args.join(" ")))
+        groups.spawn(&work, c)
     };
     let mut r = Report {
         iterations: o.iterations,
@@ -146,9 +145,7 @@ pub fn run(
             "0",
         ])
         .stderr(Stdio::null());
-        groups
-            .start(&work, c)
-            .map_err(|e| format!("cannot start stress-ng: {e}"))?;
+        groups.start(&work, c)?;
         "stress-ng --fork 1 --fork-max 8 --pthread 1 --pthread-max 16".to_string()
     } else {
         r.notes.push(

@@ -8,6 +8,7 @@
 //! corral-test-lab-<pid>`), so that it never touches the groups of a corral
 //! that may be running on the machine.
 
+use crate::error::{Error, Result};
 use crate::groups::LabGroups;
 use corral_daemon::api::{Command as Request, Explain, Status};
 use corral_daemon::server;
@@ -41,11 +42,9 @@ impl DaemonProcess {
         config: Option<&Path>,
         log: &Path,
         stop: &AtomicBool,
-    ) -> Result<DaemonProcess, String> {
-        let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let file2 = file
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
+    ) -> Result<DaemonProcess> {
+        let file = std::fs::File::create(log).map_err(Error::io(log))?;
+        let file2 = file.try_clone().map_err(Error::io(log))?;
         let mut cmd = Command::new(exe);
         cmd.args(["run", "--scope-pid", &scope_pid.to_string(), "--socket"])
             .arg(socket)
@@ -61,7 +60,7 @@ impl DaemonProcess {
             .stdout(file)
             .stderr(file2)
             .spawn()
-            .map_err(|e| format!("cannot start {} run: {e}", exe.display()))?;
+            .map_err(Error::spawn(&format!("{} run", exe.display())))?;
         let mut d = DaemonProcess {
             child: Some(child),
             socket: socket.to_path_buf(),
@@ -74,22 +73,22 @@ impl DaemonProcess {
             }
             if let Some(s) = d.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
                 d.child = None;
-                return Err(format!(
+                return Err(Error::Daemon(format!(
                     "corral run ended before it answered ({s}); its log, {}:\n{}",
                     d.log.display(),
                     tail(&d.log, 10)
-                ));
+                )));
             }
             if stop.load(Ordering::SeqCst) {
-                return Err("interrupted".into());
+                return Err(Error::Interrupted);
             }
             if t0.elapsed() > READY_TIMEOUT {
-                return Err(format!(
+                return Err(Error::Daemon(format!(
                     "corral run did not answer on {} within {} s; its log: {}",
                     d.socket.display(),
                     READY_TIMEOUT.as_secs(),
                     d.log.display()
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -105,42 +104,48 @@ impl DaemonProcess {
         &self.log
     }
 
-    fn ask(&self, cmd: Request) -> Result<serde_json::Value, String> {
-        let r = server::request(&self.socket, cmd)
-            .map_err(|e| format!("cannot reach the daemon at {}: {e}", self.socket.display()))?;
+    fn ask(&self, cmd: Request) -> Result<serde_json::Value> {
+        let r = server::request(&self.socket, cmd).map_err(|e| {
+            Error::Daemon(format!(
+                "cannot reach the daemon at {}: {e}",
+                self.socket.display()
+            ))
+        })?;
         if !r.ok {
-            return Err(r.error.unwrap_or_else(|| "the daemon refused".into()));
+            return Err(Error::Daemon(
+                r.error.unwrap_or_else(|| "the daemon refused".into()),
+            ));
         }
         Ok(r.result.unwrap_or_default())
     }
 
     /// `status`, as `corral status --socket …` asks it.
-    pub fn status(&self) -> Result<Status, String> {
+    pub fn status(&self) -> Result<Status> {
         serde_json::from_value(self.ask(Request::Status)?)
-            .map_err(|e| format!("unexpected status from the daemon: {e}"))
+            .map_err(|e| Error::Daemon(format!("unexpected status from the daemon: {e}")))
     }
 
     /// `explain TID`.
-    pub fn explain(&self, tid: u32) -> Result<Explain, String> {
+    pub fn explain(&self, tid: u32) -> Result<Explain> {
         serde_json::from_value(self.ask(Request::Explain { tid })?)
-            .map_err(|e| format!("unexpected explain from the daemon: {e}"))
+            .map_err(|e| Error::Daemon(format!("unexpected explain from the daemon: {e}")))
     }
 
     /// SIGTERM (by PID); `Ok` once it has exited with status 0, which it
     /// does after putting every thread back and removing its groups.
-    pub fn stop(mut self) -> Result<(), String> {
+    pub fn stop(mut self) -> Result<()> {
         match self.terminate() {
             Some(s) if s.success() => Ok(()),
-            Some(s) => Err(format!(
+            Some(s) => Err(Error::Daemon(format!(
                 "corral run ended with {s} after SIGTERM; its log, {}:\n{}",
                 self.log.display(),
                 tail(&self.log, 10)
-            )),
-            None => Err(format!(
+            ))),
+            None => Err(Error::Daemon(format!(
                 "corral run did not end within {} s of SIGTERM (killed); its log: {}",
                 STOP_TIMEOUT.as_secs(),
                 self.log.display()
-            )),
+            ))),
         }
     }
 

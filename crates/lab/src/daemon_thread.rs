@@ -2,6 +2,7 @@
 //! scoped to the experiment's cgroup. It is the same loop `corral run`
 //! runs; only the thread and the scope differ.
 
+use crate::error::{Error, Result};
 use corral_core::config::Config;
 use corral_daemon::api::{Command, Explain, Status};
 use corral_daemon::server::{self, Msg, MsgSender};
@@ -19,11 +20,12 @@ use std::time::Duration;
 pub struct DaemonThread {
     tx: MsgSender,
     _socket: Option<server::SocketGuard>,
-    handle: JoinHandle<Result<(), String>>,
+    handle: JoinHandle<Result<()>>,
 }
 
 impl DaemonThread {
-    /// Starts the daemon on `scope` with its groups under `group_name`.
+    /// Starts the daemon on `scope` with its groups under `group_name`;
+    /// returns once it is ready (or why it could not start).
     pub fn start(
         paths: HostPaths,
         layout: Layout,
@@ -31,27 +33,27 @@ impl DaemonThread {
         group_name: String,
         config: Config,
         socket: Option<&std::path::Path>,
-    ) -> std::io::Result<DaemonThread> {
-        let (tx, mut inbox) = server::channel()?;
-        let guard = socket.map(|p| server::listen(p, &mut inbox)).transpose()?;
-        let (ready_tx, ready_rx) = mpsc::channel();
+    ) -> Result<DaemonThread> {
+        let (tx, mut inbox) = server::channel().map_err(Error::spawn("the daemon"))?;
+        let guard = match socket {
+            Some(p) => Some(
+                server::listen(p, &mut inbox)
+                    .map_err(Error::spawn(&format!("the daemon on {}", p.display())))?,
+            ),
+            None => None,
+        };
+        // Sent once the daemon is ready; dropped unsent when it could not
+        // start, whose error the thread then returns.
+        let (ready_tx, ready_rx) = mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("corral-daemon".into())
-            .spawn(move || {
+            .spawn(move || -> Result<()> {
                 let interval = Duration::from_millis(config.daemon.interval_ms);
-                let host = LinuxHost::new(paths, Scope::Cgroups(scope), layout, &group_name, false)
-                    .map_err(|e| e.to_string());
                 let mut daemon =
-                    match host.and_then(|h| Daemon::new(h, config).map_err(|e| e.to_string())) {
-                        Ok(d) => {
-                            let _ = ready_tx.send(Ok(()));
-                            d
-                        }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.clone()));
-                            return Err(e);
-                        }
-                    };
+                    LinuxHost::new(paths, Scope::Cgroups(scope), layout, &group_name, false)
+                        .and_then(|h| Daemon::new(h, config))
+                        .map_err(Error::host("cannot start the daemon"))?;
+                let _ = ready_tx.send(());
                 let verbose = std::env::var_os("CORRAL_LAB_VERBOSE").is_some();
                 let ran = server::run(&mut daemon, &mut inbox, interval, false, |r, _| {
                     for e in &r.errors {
@@ -64,17 +66,22 @@ impl DaemonThread {
                     }
                 });
                 let restored = daemon.shutdown();
-                ran.map_err(|e| e.to_string())?;
-                restored.map_err(|e| format!("restore failed: {e}"))
-            })?;
+                ran.map_err(Error::host("the daemon stopped"))?;
+                restored.map_err(Error::host("restore failed"))
+            })
+            .map_err(Error::spawn("the daemon"))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(DaemonThread {
+            Ok(()) => Ok(DaemonThread {
                 tx,
                 _socket: guard,
                 handle,
             }),
-            Ok(Err(e)) => Err(std::io::Error::other(e)),
-            Err(_) => Err(std::io::Error::other("the daemon thread died")),
+            Err(_) => match handle.join() {
+                Ok(Err(e)) => Err(e),
+                _ => Err(Error::Daemon(
+                    "cannot start the daemon: the daemon thread died".into(),
+                )),
+            },
         }
     }
 
@@ -100,10 +107,10 @@ impl DaemonThread {
     }
 
     /// Stops the daemon, which puts every thread back and removes its groups.
-    pub fn stop(self) -> Result<(), String> {
+    pub fn stop(self) -> Result<()> {
         let _ = self.tx.send(Msg::Stop("experiment over".into()));
         self.handle
             .join()
-            .map_err(|_| "the daemon thread panicked".to_string())?
+            .map_err(|_| Error::Daemon("the daemon thread panicked".into()))?
     }
 }

@@ -8,6 +8,7 @@
 //! that drops to UID before connecting.
 
 use crate::daemon_process::DaemonProcess;
+use crate::error::{Error, Result};
 use crate::work::ClientsResult;
 use serde::Serialize;
 use std::io::{BufRead, BufReader};
@@ -43,7 +44,7 @@ pub struct Report {
     pub goal_met: bool,
 }
 
-pub fn run(exe: &Path, o: &Options, progress: impl Fn(&str)) -> Result<Report, String> {
+pub fn run(exe: &Path, o: &Options, progress: impl Fn(&str)) -> Result<Report> {
     let me = std::process::id();
     let dir = crate::groups::scratch_dir("flood")?;
     let socket = dir.join("corral.sock");
@@ -63,7 +64,7 @@ pub fn run(exe: &Path, o: &Options, progress: impl Fn(&str)) -> Result<Report, S
         o.clients,
         o.uid
     ));
-    let result = (|| {
+    let result = (|| -> Result<Report> {
         let mut child = Command::new(exe)
             .args(["lab", "work", "clients", "--socket"])
             .arg(&socket)
@@ -72,24 +73,28 @@ pub fn run(exe: &Path, o: &Options, progress: impl Fn(&str)) -> Result<Report, S
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start the clients: {e}"))?;
+            .map_err(Error::spawn("the clients"))?;
         let mut line = String::new();
         let read = child
             .stdout
             .take()
             .map(|out| BufReader::new(out).read_line(&mut line));
-        let held: Result<ClientsResult, String> = match read {
-            Some(Ok(n)) if n > 0 => {
-                serde_json::from_str(&line).map_err(|e| format!("clients said {line:?}: {e}"))
-            }
+        let held: Result<ClientsResult> = match read {
+            Some(Ok(n)) if n > 0 => serde_json::from_str(&line).map_err(|e| Error::Command {
+                program: "clients".into(),
+                why: format!("said {line:?}: {e}"),
+            }),
             _ => {
                 let _ = child.kill();
                 let out = child.wait_with_output().ok();
-                return Err(format!(
-                    "the clients ended without a report: {}",
-                    out.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-                        .unwrap_or_default()
-                ));
+                return Err(Error::Command {
+                    program: "the clients".into(),
+                    why: format!(
+                        "ended without a report: {}",
+                        out.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+                            .unwrap_or_default()
+                    ),
+                });
             }
         };
         let mut r = Report {

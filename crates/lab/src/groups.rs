@@ -8,6 +8,7 @@
 //! [`LabGroups`] kills the processes it started (by PID) and removes its
 //! groups when dropped, whatever happened in between.
 
+use crate::error::{Error, Result};
 use corral_core::share::shares_to_weight;
 use corral_linux::placer::Layout;
 use std::ffi::CString;
@@ -27,26 +28,27 @@ pub struct LabGroups {
 
 impl LabGroups {
     /// Creates `<cpu hierarchy>/<name>`.
-    pub fn create(layout: &Layout, name: &str) -> std::io::Result<LabGroups> {
+    pub fn create(layout: &Layout, name: &str) -> Result<LabGroups> {
         match layout {
             Layout::V1 { cpu, .. } => LabGroups::create_at(cpu, true, name),
             Layout::V2 { unified } => LabGroups::create_at(unified, false, name),
-            Layout::Threads => Err(std::io::Error::other(
+            Layout::Threads => Err(Error::Environment(
                 "the lab's experiments make groups of their own and need a cgroup hierarchy \
-                 (--cgroup v1 or v2)",
+                 (--cgroup v1 or v2)"
+                    .into(),
             )),
         }
     }
 
     /// Creates `<mount>/<name>` in the hierarchy of the cpu controller
     /// mounted at `mount` (v1 `cpu` when `v1`, else the v2 root).
-    pub fn create_at(mount: &Path, v1: bool, name: &str) -> std::io::Result<LabGroups> {
+    pub fn create_at(mount: &Path, v1: bool, name: &str) -> Result<LabGroups> {
         assert!(
             name.starts_with("corral"),
             "lab groups live under a corral* root"
         );
         let root = mount.join(name);
-        std::fs::create_dir(&root).map_err(|e| with_path(e, &root))?;
+        std::fs::create_dir(&root).map_err(Error::io(&root))?;
         if !v1 {
             let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
         }
@@ -59,9 +61,9 @@ impl LabGroups {
     }
 
     /// Creates this experiment's own root, `corral-lab-<pid>`.
-    pub fn for_experiment(layout: &Layout) -> Result<LabGroups, String> {
+    pub fn for_experiment(layout: &Layout) -> Result<LabGroups> {
         let name = format!("corral-lab-{}", std::process::id());
-        LabGroups::create(layout, &name).map_err(|e| e.to_string())
+        LabGroups::create(layout, &name)
     }
 
     /// The name the daemon's groups get in an experiment.
@@ -83,31 +85,35 @@ impl LabGroups {
     }
 
     /// Creates child group `name` with `shares` (v1 units).
-    pub fn group(&mut self, name: &str, shares: u64) -> std::io::Result<PathBuf> {
+    pub fn group(&mut self, name: &str, shares: u64) -> Result<PathBuf> {
         let dir = self.root.join(name);
-        std::fs::create_dir(&dir).map_err(|e| with_path(e, &dir))?;
+        std::fs::create_dir(&dir).map_err(Error::io(&dir))?;
         self.groups.push(dir.clone());
         let (file, value) = if self.v1 {
             ("cpu.shares", shares)
         } else {
             ("cpu.weight", shares_to_weight(shares))
         };
-        std::fs::write(dir.join(file), value.to_string())
-            .map_err(|e| with_path(e, &dir.join(file)))?;
+        let file = dir.join(file);
+        std::fs::write(&file, value.to_string()).map_err(Error::io(&file))?;
         Ok(dir)
     }
 
     /// Starts `cmd` inside `group` (stdout piped); returns its PID.
-    pub fn spawn(&mut self, group: &Path, mut cmd: Command) -> std::io::Result<u32> {
+    pub fn spawn(&mut self, group: &Path, mut cmd: Command) -> Result<u32> {
         cmd.stdout(Stdio::piped()).stdin(Stdio::null());
         self.start(group, cmd)
     }
 
     /// Starts `cmd` inside `group` with the standard streams it was given;
     /// returns its PID.
-    pub fn start(&mut self, group: &Path, mut cmd: Command) -> std::io::Result<u32> {
-        let procs = CString::new(group.join("cgroup.procs").as_os_str().as_bytes())
-            .map_err(std::io::Error::other)?;
+    pub fn start(&mut self, group: &Path, mut cmd: Command) -> Result<u32> {
+        let program = command_line(&cmd);
+        let procs_path = group.join("cgroup.procs");
+        let procs = CString::new(procs_path.as_os_str().as_bytes()).map_err(|e| Error::Io {
+            path: procs_path.clone(),
+            error: std::io::Error::other(e),
+        })?;
         // SAFETY: between fork and exec only async-signal-safe work: two
         // raw system calls on a path built before the fork; no allocation.
         unsafe {
@@ -121,39 +127,39 @@ impl LabGroups {
                 Ok(())
             });
         }
-        let child = cmd.spawn()?;
+        let child = cmd.spawn().map_err(Error::spawn(&program))?;
         let pid = child.id();
         self.children.push(child);
         Ok(pid)
     }
 
-    /// Waits for process `pid` (started here) and returns its stdout.
-    pub fn wait_output(&mut self, pid: u32) -> std::io::Result<String> {
-        let i = self
-            .children
+    /// Where process `pid` is among the children started here.
+    fn index(&self, pid: u32) -> Result<usize> {
+        self.children
             .iter()
             .position(|c| c.id() == pid)
-            .ok_or_else(|| std::io::Error::other(format!("process {pid} was not started here")))?;
+            .ok_or_else(|| Error::Invalid(format!("process {pid} was not started here")))
+    }
+
+    /// Waits for process `pid` (started here) and returns its stdout.
+    pub fn wait_output(&mut self, pid: u32) -> Result<String> {
+        let i = self.index(pid)?;
         let child = self.children.remove(i);
-        let out = child.wait_with_output()?;
+        let out = child.wait_with_output().map_err(|e| unwaited(pid, e))?;
         if !out.status.success() {
-            return Err(std::io::Error::other(format!(
-                "workload {pid} failed: {}",
-                out.status
-            )));
+            return Err(Error::Command {
+                program: format!("workload {pid}"),
+                why: format!("failed: {}", out.status),
+            });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// Whether process `pid` (started here) has ended: its status once it
     /// has (it is reaped and forgotten), `None` while it runs.
-    pub fn try_wait(&mut self, pid: u32) -> std::io::Result<Option<std::process::ExitStatus>> {
-        let i = self
-            .children
-            .iter()
-            .position(|c| c.id() == pid)
-            .ok_or_else(|| std::io::Error::other(format!("process {pid} was not started here")))?;
-        let status = self.children[i].try_wait()?;
+    pub fn try_wait(&mut self, pid: u32) -> Result<Option<std::process::ExitStatus>> {
+        let i = self.index(pid)?;
+        let status = self.children[i].try_wait().map_err(|e| unwaited(pid, e))?;
         if status.is_some() {
             // Reaped by try_wait above.
             #[allow(clippy::zombie_processes)]
@@ -163,16 +169,14 @@ impl LabGroups {
     }
 
     /// Sends `sig` to process `pid`, if it was started here and still runs.
-    pub fn signal(&self, pid: u32, sig: rustix::process::Signal) -> std::io::Result<()> {
-        if !self.children.iter().any(|c| c.id() == pid) {
-            return Err(std::io::Error::other(format!(
-                "process {pid} was not started here"
-            )));
-        }
+    pub fn signal(&self, pid: u32, sig: rustix::process::Signal) -> Result<()> {
+        self.index(pid)?;
         let p = rustix::process::Pid::from_raw(pid as i32)
-            .ok_or_else(|| std::io::Error::other("PID 0"))?;
-        rustix::process::kill_process(p, sig)?;
-        Ok(())
+            .ok_or_else(|| Error::Invalid(format!("process {pid} has no valid PID")))?;
+        rustix::process::kill_process(p, sig).map_err(|e| Error::Command {
+            program: format!("workload {pid}"),
+            why: format!("could not be signalled: {e}"),
+        })
     }
 
     /// Kills process `pid` (started here) and reaps it.
@@ -235,31 +239,54 @@ impl Drop for LabGroups {
     }
 }
 
-fn with_path(e: std::io::Error, path: &Path) -> std::io::Error {
-    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+/// A wait for process `pid` that failed.
+fn unwaited(pid: u32, e: std::io::Error) -> Error {
+    Error::Command {
+        program: format!("workload {pid}"),
+        why: format!("could not be waited for: {e}"),
+    }
+}
+
+/// How `cmd` reads in a message: its program's file name and its
+/// arguments, in backquotes (`` `corral lab work hog` ``).
+pub fn command_line(cmd: &Command) -> String {
+    let program = Path::new(cmd.get_program());
+    let mut line = program
+        .file_name()
+        .unwrap_or(program.as_os_str())
+        .to_string_lossy()
+        .into_owned();
+    for a in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&a.to_string_lossy());
+    }
+    format!("`{line}`")
 }
 
 /// An experiment's scratch directory, `$TMPDIR/corral-lab-<what>-<pid>`,
 /// created.
-pub fn scratch_dir(what: &str) -> Result<PathBuf, String> {
+pub fn scratch_dir(what: &str) -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("corral-lab-{what}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
     Ok(dir)
 }
 
 /// Parses the JSON line a workload program printed last.
-pub fn parse_output<T: serde::de::DeserializeOwned>(out: &str) -> Result<T, String> {
+pub fn parse_output<T: serde::de::DeserializeOwned>(out: &str) -> Result<T> {
     let line = out.lines().last().unwrap_or_default();
-    serde_json::from_str(line).map_err(|e| format!("workload output {line:?}: {e}"))
+    serde_json::from_str(line).map_err(|e| Error::Command {
+        program: "workload".into(),
+        why: format!("output {line:?}: {e}"),
+    })
 }
 
 impl LabGroups {
     /// Starts `n` CPU hogs (`corral lab work hog`) in `group`.
-    pub fn spawn_hogs(&mut self, exe: &Path, group: &Path, n: u32) -> Result<(), String> {
+    pub fn spawn_hogs(&mut self, exe: &Path, group: &Path, n: u32) -> Result<()> {
         for _ in 0..n {
             let mut c = Command::new(exe);
             c.args(["lab", "work", "hog"]);
-            self.spawn(group, c).map_err(|e| e.to_string())?;
+            self.spawn(group, c)?;
         }
         Ok(())
     }

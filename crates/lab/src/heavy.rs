@@ -11,6 +11,7 @@
 //! price the others pay, made visible.
 
 use crate::daemon_thread::DaemonThread;
+use crate::error::Result;
 use crate::groups::{lab_config, parse_output, run_ns, LabGroups};
 use crate::work::{bench_rate, BenchResult};
 use corral_core::config::Config;
@@ -70,12 +71,7 @@ fn bench_cmd(exe: &Path, ops: u64) -> Command {
     c
 }
 
-fn background(
-    exe: &Path,
-    groups: &mut LabGroups,
-    group: &Path,
-    o: &Options,
-) -> Result<Vec<u32>, String> {
+fn background(exe: &Path, groups: &mut LabGroups, group: &Path, o: &Options) -> Result<Vec<u32>> {
     o.background_ms
         .iter()
         .map(|ms| {
@@ -90,7 +86,7 @@ fn background(
                 &ms.to_string(),
             ])
             .args(["--warmup-ms", "0", "--periods", "100000000", "--catch-up"]);
-            groups.spawn(group, c).map_err(|e| e.to_string())
+            groups.spawn(group, c)
         })
         .collect()
 }
@@ -102,21 +98,17 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let rate = bench_rate(Duration::from_millis(400));
     let ops = (rate * o.seconds).max(1.0) as u64;
     let mut groups = LabGroups::for_experiment(layout)?;
-    let bench_group = groups.group("bench", 1024).map_err(|e| e.to_string())?;
-    let bg_group = groups
-        .group("background", 1024)
-        .map_err(|e| e.to_string())?;
+    let bench_group = groups.group("bench", 1024)?;
+    let bg_group = groups.group("background", 1024)?;
     let mut variants = Vec::new();
 
     progress(&format!("alone: {ops} ops (about {:.1} s)", o.seconds));
-    let pid = groups
-        .spawn(&bench_group, bench_cmd(exe, ops))
-        .map_err(|e| e.to_string())?;
-    let alone: BenchResult = parse_output(&groups.wait_output(pid).map_err(|e| e.to_string())?)?;
+    let pid = groups.spawn(&bench_group, bench_cmd(exe, ops))?;
+    let alone: BenchResult = parse_output(&groups.wait_output(pid)?)?;
     let alone_s = alone.wall_ns as f64 / 1e9;
     variants.push(row("alone", &alone, alone_s, vec![]));
 
@@ -124,17 +116,14 @@ pub fn run(
         let name = if with_corral { "corral" } else { "baseline" };
         let bg = background(exe, &mut groups, &bg_group, o)?;
         let daemon = if with_corral {
-            Some(
-                DaemonThread::start(
-                    paths.clone(),
-                    layout.clone(),
-                    vec![groups.root().to_path_buf()],
-                    LabGroups::daemon_group_name(),
-                    o.config.clone(),
-                    None,
-                )
-                .map_err(|e| format!("cannot start the daemon: {e}"))?,
-            )
+            Some(DaemonThread::start(
+                paths.clone(),
+                layout.clone(),
+                vec![groups.root().to_path_buf()],
+                LabGroups::daemon_group_name(),
+                o.config.clone(),
+                None,
+            )?)
         } else {
             None
         };
@@ -146,9 +135,7 @@ pub fn run(
         ));
         let before: Vec<Option<u64>> = bg.iter().map(|&p| run_ns(p)).collect();
         let t0 = Instant::now();
-        let pid = groups
-            .spawn(&bench_group, bench_cmd(exe, ops))
-            .map_err(|e| e.to_string())?;
+        let pid = groups.spawn(&bench_group, bench_cmd(exe, ops))?;
         let mut seen = None;
         if let Some(d) = &daemon {
             // Look while it runs: the daemon forgets threads that exited.
@@ -172,7 +159,7 @@ pub fn run(
         if let Some(s) = stopped {
             s?;
         }
-        let r: BenchResult = parse_output(&out.map_err(|e| e.to_string())?)?;
+        let r: BenchResult = parse_output(&out?)?;
         let mut v = row(name, &r, alone_s, bg_cpu);
         v.class = seen
             .as_ref()

@@ -11,6 +11,7 @@
 //! (corral without eviction), boost + eviction.
 
 use crate::daemon_thread::DaemonThread;
+use crate::error::Result;
 use crate::groups::{lab_config, parse_output, LabGroups};
 use crate::work::{percentile, InteractiveResult};
 use corral_core::config::Config;
@@ -110,9 +111,9 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let mut groups = LabGroups::for_experiment(layout)?;
-    let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
+    let work = groups.group("work", 1024)?;
     let socket = std::env::temp_dir().join(format!("corral-lab-{}-boost.sock", std::process::id()));
     let handler = |boost: bool| {
         let mut c = Command::new(exe);
@@ -128,10 +129,8 @@ pub fn run(
     let mut variants = Vec::new();
 
     progress("alone: the handler with no hogs");
-    let pid = groups
-        .spawn(&work, handler(false))
-        .map_err(|e| e.to_string())?;
-    let r: InteractiveResult = parse_output(&groups.wait_output(pid).map_err(|e| e.to_string())?)?;
+    let pid = groups.spawn(&work, handler(false))?;
+    let r: InteractiveResult = parse_output(&groups.wait_output(pid)?)?;
     variants.push(variant("alone", &r, o.te_ms, false));
 
     groups.spawn_hogs(exe, &work, o.hogs)?;
@@ -140,10 +139,8 @@ pub fn run(
         "baseline: the handler beside {} nice-0 hogs",
         o.hogs
     ));
-    let pid = groups
-        .spawn(&work, handler(false))
-        .map_err(|e| e.to_string())?;
-    let r: InteractiveResult = parse_output(&groups.wait_output(pid).map_err(|e| e.to_string())?)?;
+    let pid = groups.spawn(&work, handler(false))?;
+    let r: InteractiveResult = parse_output(&groups.wait_output(pid)?)?;
     variants.push(variant("baseline", &r, o.te_ms, false));
 
     for (name, evict) in [("boost", false), ("boost+evict", true)] {
@@ -159,16 +156,13 @@ pub fn run(
             LabGroups::daemon_group_name(),
             config,
             Some(&socket),
-        )
-        .map_err(|e| format!("cannot start the daemon: {e}"))?;
+        )?;
         // Let the daemon see and place the hogs first.
         std::thread::sleep(Duration::from_millis(4 * o.config.daemon.interval_ms));
-        let pid = groups
-            .spawn(&work, handler(true))
-            .map_err(|e| e.to_string())?;
+        let pid = groups.spawn(&work, handler(true))?;
         let out = groups.wait_output(pid);
         let stopped = daemon.stop();
-        let r: InteractiveResult = parse_output(&out.map_err(|e| e.to_string())?)?;
+        let r: InteractiveResult = parse_output(&out?)?;
         stopped?;
         variants.push(variant(name, &r, o.te_ms, true));
     }

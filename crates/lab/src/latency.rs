@@ -9,6 +9,7 @@
 //! low-share group into its protected group (paper 002's fix).
 
 use crate::daemon_thread::DaemonThread;
+use crate::error::{Error, Result};
 use crate::groups::{lab_config, parse_output, LabGroups};
 use crate::work::{percentile, PeriodicResult};
 use corral_core::config::Config;
@@ -117,14 +118,10 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let mut groups = LabGroups::for_experiment(layout)?;
-    let low = groups
-        .group("low", o.low_shares)
-        .map_err(|e| e.to_string())?;
-    let high = groups
-        .group("high", o.high_shares)
-        .map_err(|e| e.to_string())?;
+    let low = groups.group("low", o.low_shares)?;
+    let high = groups.group("high", o.high_shares)?;
     groups.spawn_hogs(exe, &high, o.hogs)?;
     std::thread::sleep(Duration::from_millis(500));
 
@@ -132,10 +129,8 @@ pub fn run(
         "baseline: {} periods of {} ms / {} ms in a {}-share group beside {} hogs in a {}-share group",
         o.periods, o.period_ms, o.run_ms, o.low_shares, o.hogs, o.high_shares
     ));
-    let pid = groups
-        .spawn(&low, periodic_cmd(exe, o, Duration::from_millis(500)))
-        .map_err(|e| e.to_string())?;
-    let base: PeriodicResult = parse_output(&groups.wait_output(pid).map_err(|e| e.to_string())?)?;
+    let pid = groups.spawn(&low, periodic_cmd(exe, o, Duration::from_millis(500)))?;
+    let base: PeriodicResult = parse_output(&groups.wait_output(pid)?)?;
     let baseline = variant("baseline", &base);
 
     // The daemon needs two samples for rates and `intervals` more to call
@@ -154,17 +149,14 @@ pub fn run(
         LabGroups::daemon_group_name(),
         o.config.clone(),
         None,
-    )
-    .map_err(|e| format!("cannot start the daemon: {e}"))?;
-    let pid = groups
-        .spawn(&low, periodic_cmd(exe, o, warmup))
-        .map_err(|e| e.to_string())?;
+    )?;
+    let pid = groups.spawn(&low, periodic_cmd(exe, o, warmup))?;
     // Ask the daemon about the thread while it still runs.
     std::thread::sleep(warmup + Duration::from_millis(200));
     let seen = daemon.explain(pid);
     let out = groups.wait_output(pid);
     let stopped = daemon.stop();
-    let with: PeriodicResult = parse_output(&out.map_err(|e| e.to_string())?)?;
+    let with: PeriodicResult = parse_output(&out?)?;
     stopped?;
     let mut corral = variant("corral", &with);
     corral.class = seen
@@ -186,6 +178,7 @@ pub fn run(
 }
 
 /// The path of the running corral binary, to start workloads with.
-pub fn self_exe() -> Result<PathBuf, String> {
-    std::env::current_exe().map_err(|e| format!("cannot find the corral binary: {e}"))
+pub fn self_exe() -> Result<PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| Error::Environment(format!("cannot find the corral binary: {e}")))
 }

@@ -24,11 +24,13 @@
 //!   run live and simulated from the same JSON.
 //! - [`vmguest`]: the scenarios `scripts/vm-test` runs in its QEMU guest.
 //! - [`work`]: the workload programs (`corral lab work …`).
+//! - [`error`]: the one error type every experiment returns.
 
 pub mod boost_bench;
 pub mod crash;
 pub mod daemon_process;
 pub mod daemon_thread;
+pub mod error;
 pub mod flood;
 pub mod fuzz;
 pub mod groups;

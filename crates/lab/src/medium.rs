@@ -16,6 +16,7 @@
 //! last saw them.
 
 use crate::daemon_process::DaemonProcess;
+use crate::error::{Error, Result};
 use crate::groups::{parse_output, LabGroups};
 use crate::work::PeriodicResult;
 use corral_linux::placer::Layout;
@@ -68,9 +69,9 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let cpus = corral_linux::sched::sched_getaffinity(None)
-        .map_err(|e| format!("cannot read this process's affinity: {e}"))?
+        .map_err(Error::host("cannot read this process's affinity"))?
         .len();
     let hogs = o.hogs_per_cpu * cpus;
     let mut report = Report {
@@ -92,7 +93,7 @@ pub fn run(
             o.seconds + 2
         ));
         let mut groups = LabGroups::for_experiment(layout)?;
-        let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
+        let work = groups.group("work", 1024)?;
         let daemon = match name {
             "baseline" => None,
             _ => {
@@ -102,7 +103,7 @@ pub fn run(
                     &config,
                     format!("[daemon]\ninterval_ms = 250\ncgroup = \"{cgroup}\"\n"),
                 )
-                .map_err(|e| format!("{}: {e}", config.display()))?;
+                .map_err(Error::io(&config))?;
                 let socket = dir.join(format!("{name}.sock"));
                 let log = dir.join(format!("{name}-daemon.log"));
                 Some(DaemonProcess::start(
@@ -121,7 +122,7 @@ pub fn run(
             .arg(o.run_ms.to_string())
             .args(["--warmup-ms", &((o.alone_s + 2) * 1000).to_string()])
             .args(["--periods", &(o.seconds * 100).to_string()]);
-        let pid = groups.spawn(&work, c).map_err(|e| e.to_string())?;
+        let pid = groups.spawn(&work, c)?;
         let mut slept = Duration::ZERO;
         while slept < Duration::from_secs(o.alone_s as u64) && !o.stop.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(100));
@@ -131,7 +132,7 @@ pub fn run(
         // The daemon's view while the hogs run, a second before the end.
         std::thread::sleep(Duration::from_secs(o.seconds as u64 + 1));
         let seen = daemon.as_ref().and_then(|d| d.explain(pid).ok());
-        let out = groups.wait_output(pid).map_err(|e| e.to_string());
+        let out = groups.wait_output(pid);
         groups.cleanup();
         if let Some(d) = daemon {
             d.stop()?;

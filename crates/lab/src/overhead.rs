@@ -3,6 +3,7 @@
 //! managed by `corral run` (a separate process, exactly as deployed) for a
 //! while; its CPU time and memory are read from its own procfs files.
 
+use crate::error::{Error, Result};
 use crate::groups::LabGroups;
 use corral_linux::placer::Layout;
 use serde::Serialize;
@@ -62,9 +63,9 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let mut groups = LabGroups::for_experiment(layout)?;
-    let g = groups.group("work", 1024).map_err(|e| e.to_string())?;
+    let g = groups.group("work", 1024)?;
     let mut c = Command::new(exe);
     c.args([
         "lab",
@@ -73,7 +74,7 @@ pub fn run(
         "--threads",
         &o.threads.to_string(),
     ]);
-    groups.spawn(&g, c).map_err(|e| e.to_string())?;
+    groups.spawn(&g, c)?;
     groups.spawn_hogs(exe, &g, o.hogs)?;
     std::thread::sleep(Duration::from_millis(500));
     let sock = std::env::temp_dir().join(format!("corral-lab-{}.sock", std::process::id()));
@@ -90,7 +91,7 @@ pub fn run(
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start the daemon: {e}"))?;
+        .map_err(Error::spawn("the daemon"))?;
     let pid = daemon.id();
     // Start measuring after the first steps (start-up, first placement).
     std::thread::sleep(Duration::from_millis(3 * o.interval_ms + 500));
@@ -118,7 +119,11 @@ pub fn run(
     groups.cleanup();
     let cpu_s = match (c0, c1) {
         (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e9,
-        _ => return Err("could not read the daemon's CPU time".into()),
+        _ => {
+            return Err(Error::Measurement(
+                "could not read the daemon's CPU time".into(),
+            ))
+        }
     };
     let steps = wall * 1000.0 / o.interval_ms as f64;
     Ok(Report {

@@ -15,6 +15,7 @@
 //!   no dedicated group any more (the plan no longer holds its CPU).
 
 use crate::daemon_process::DaemonProcess;
+use crate::error::{Error, Result};
 use crate::groups::LabGroups;
 use corral_core::classify::Class;
 use corral_core::plan::{GroupKind, LATENCY};
@@ -97,11 +98,11 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let dir = std::env::temp_dir().join(format!("corral-lab-reaction-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
     let mut groups = LabGroups::for_experiment(layout)?;
-    let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
+    let work = groups.group("work", 1024)?;
     let mut report = Report {
         poll_ms: POLL.as_secs_f64() * 1000.0,
         limit_s: LIMIT.as_secs_f64(),
@@ -119,7 +120,7 @@ pub fn run(
                 report.runs.push(r);
             }
             Err(e) => {
-                result = Err(format!("{e}\n(logs kept in {})", dir.display()));
+                result = Err(e.logs_kept(&dir));
                 break;
             }
         }
@@ -137,13 +138,13 @@ fn wait_for<T>(
     t0: Instant,
     stop: &AtomicBool,
     mut done: impl FnMut() -> Option<T>,
-) -> Result<Option<(T, f64)>, String> {
+) -> Result<Option<(T, f64)>> {
     loop {
         if let Some(v) = done() {
             return Ok(Some((v, t0.elapsed().as_secs_f64() * 1000.0)));
         }
         if stop.load(Ordering::SeqCst) {
-            return Err("interrupted".into());
+            return Err(Error::Interrupted);
         }
         if t0.elapsed() > LIMIT {
             return Ok(None);
@@ -165,12 +166,10 @@ fn dedicated_group(s: &Status, tid: u32) -> Option<String> {
         .then(|| group.clone())
 }
 
-fn spawn(groups: &mut LabGroups, group: &Path, exe: &Path, args: &[&str]) -> Result<u32, String> {
+fn spawn(groups: &mut LabGroups, group: &Path, exe: &Path, args: &[&str]) -> Result<u32> {
     let mut c = Command::new(exe);
     c.args(["lab", "work"]).args(args);
-    groups
-        .spawn(group, c)
-        .map_err(|e| format!("cannot start `corral lab work {}`: {e}", args.join(" ")))
+    groups.spawn(group, c)
 }
 
 /// Kills processes started here and waits (up to [`LIMIT`]) until the
@@ -180,7 +179,7 @@ fn end(
     daemon: &DaemonProcess,
     pids: &[u32],
     stop: &AtomicBool,
-) -> Result<(), String> {
+) -> Result<()> {
     for &p in pids {
         groups.kill(p);
     }
@@ -199,7 +198,7 @@ fn one_run(
     dir: &Path,
     run: u32,
     progress: &mut impl FnMut(&str),
-) -> Result<(Run, Option<u64>), String> {
+) -> Result<(Run, Option<u64>)> {
     let me = std::process::id();
     let socket = std::env::temp_dir().join(format!("corral-lab-reaction-{me}.sock"));
     let daemon = DaemonProcess::start(
@@ -220,7 +219,7 @@ fn one_run(
     // Latency: a periodic thread beside hogs the daemon already knows.
     let hogs = (0..HOGS)
         .map(|_| spawn(groups, work, exe, &["hog"]))
-        .collect::<Result<Vec<u32>, String>>()?;
+        .collect::<Result<Vec<u32>>>()?;
     let known = wait_for(Instant::now(), &o.stop, || {
         let s = daemon.status().ok()?;
         hogs.iter()

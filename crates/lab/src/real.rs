@@ -42,6 +42,7 @@
 //! allows.
 
 use crate::daemon_process::{tail, DaemonProcess};
+use crate::error::{Error, Result};
 use crate::groups::{parse_output, LabGroups};
 use crate::work::FrameResult;
 use corral_daemon::api::Status;
@@ -137,7 +138,7 @@ pub fn default_source() -> PathBuf {
 
 /// cargo: `$CARGO` (set under `cargo run`), else the first on `PATH`, else
 /// rustup's `~/.cargo/bin/cargo`.
-pub fn find_cargo() -> Result<PathBuf, String> {
+pub fn find_cargo() -> Result<PathBuf> {
     let from_env = std::env::var_os("CARGO").map(PathBuf::from);
     let on_path = std::env::var_os("PATH")
         .into_iter()
@@ -150,7 +151,9 @@ pub fn find_cargo() -> Result<PathBuf, String> {
         .chain(rustup)
         .find(|p| p.is_file())
         .ok_or_else(|| {
-            "cannot find cargo: put it on PATH (scripts/run does) or set CARGO".to_string()
+            Error::Environment(
+                "cannot find cargo: put it on PATH (scripts/run does) or set CARGO".into(),
+            )
         })
 }
 
@@ -173,18 +176,22 @@ pub struct Cyclictest {
 /// Parses cyclictest's histogram (`-h US`, `--histfile`): one line per µs
 /// (`latency count…`, a count per thread), then `# Total:`, `# Min
 /// Latencies:`, `# Max Latencies:` and `# Histogram Overflows:` with one
-/// value per thread.
-pub fn parse_cyclictest(text: &str) -> Result<Cyclictest, String> {
+/// value per thread. Errors name `file`, the histogram's.
+pub fn parse_cyclictest(text: &str, file: &Path) -> Result<Cyclictest> {
     let mut buckets: Vec<(u64, u64)> = Vec::new();
     let mut total = None;
     let mut min = None;
     let mut max = None;
     let mut overflows = None;
-    let numbers = |s: &str, line: usize| -> Result<Vec<u64>, String> {
+    let bad = |why: String| Error::Parse {
+        what: file.display().to_string(),
+        why,
+    };
+    let numbers = |s: &str, line: usize| -> Result<Vec<u64>> {
         s.split_whitespace()
             .map(|v| {
                 v.parse::<u64>()
-                    .map_err(|_| format!("line {line}: {v:?} is not a number"))
+                    .map_err(|_| bad(format!("line {line}: {v:?} is not a number")))
             })
             .collect()
     };
@@ -207,33 +214,33 @@ pub fn parse_cyclictest(text: &str) -> Result<Cyclictest, String> {
             };
             let v = numbers(values, n)?;
             if v.is_empty() {
-                return Err(format!("line {n}: {:?} has no value", key.trim()));
+                return Err(bad(format!("line {n}: {:?} has no value", key.trim())));
             }
             *slot = Some(v);
             continue;
         }
         let v = numbers(line, n)?;
         if v.len() < 2 {
-            return Err(format!(
+            return Err(bad(format!(
                 "line {n}: expected `latency count…`, found {line:?}"
-            ));
+            )));
         }
         buckets.push((v[0], v[1..].iter().sum()));
     }
     let (Some(total), Some(min), Some(max)) = (total, min, max) else {
-        return Err("no `# Total`, `# Min Latencies` and `# Max Latencies` lines: not cyclictest's histogram".into());
+        return Err(bad("no `# Total`, `# Min Latencies` and `# Max Latencies` lines: not cyclictest's histogram".into()));
     };
     let in_histogram: u64 = buckets.iter().map(|b| b.1).sum();
     if total.iter().sum::<u64>() != in_histogram {
-        return Err(format!(
+        return Err(bad(format!(
             "the histogram holds {in_histogram} wake-ups but `# Total` says {}",
             total.iter().sum::<u64>()
-        ));
+        )));
     }
     let overflows: u64 = overflows.unwrap_or_default().iter().sum();
     let samples = in_histogram + overflows;
     if samples == 0 {
-        return Err("cyclictest measured no wake-up".into());
+        return Err(bad("cyclictest measured no wake-up".into()));
     }
     let histogram_us = buckets.iter().map(|b| b.0 + 1).max().unwrap_or(0);
     let percentile = |p: f64| {
@@ -377,14 +384,14 @@ struct Lab {
 
 impl Lab {
     /// Starts `cmd` in the work group with the streams it was given.
-    fn start(&mut self, cmd: Command) -> std::io::Result<u32> {
+    fn start(&mut self, cmd: Command) -> Result<u32> {
         let pid = self.groups.start(&self.work, cmd)?;
         self.pids.push(pid);
         Ok(pid)
     }
 
     /// Starts `cmd` in the work group, its stdout piped.
-    fn spawn(&mut self, cmd: Command) -> std::io::Result<u32> {
+    fn spawn(&mut self, cmd: Command) -> Result<u32> {
         let pid = self.groups.spawn(&self.work, cmd)?;
         self.pids.push(pid);
         Ok(pid)
@@ -392,9 +399,9 @@ impl Lab {
 
     /// Starts `cmd` in the work group, as the leader of a process group of
     /// its own.
-    fn start_tree(&mut self, mut cmd: Command) -> Result<u32, String> {
+    fn start_tree(&mut self, mut cmd: Command) -> Result<u32> {
         cmd.process_group(0);
-        let pid = self.start(cmd).map_err(|e| e.to_string())?;
+        let pid = self.start(cmd)?;
         self.leaders.push(pid);
         Ok(pid)
     }
@@ -407,16 +414,16 @@ impl Lab {
         pid: u32,
         t0: Instant,
         stop: &AtomicBool,
-        mut meanwhile: impl FnMut() -> Result<(), String>,
-    ) -> Result<(std::process::ExitStatus, f64), String> {
+        mut meanwhile: impl FnMut() -> Result<()>,
+    ) -> Result<(std::process::ExitStatus, f64)> {
         loop {
-            if let Some(s) = self.groups.try_wait(pid).map_err(|e| e.to_string())? {
+            if let Some(s) = self.groups.try_wait(pid)? {
                 let wall = t0.elapsed().as_secs_f64();
                 self.leaders.retain(|&p| p != pid);
                 return Ok((s, wall));
             }
             if stop.load(Ordering::SeqCst) {
-                return Err("interrupted".into());
+                return Err(Error::Interrupted);
             }
             meanwhile()?;
             std::thread::sleep(Duration::from_millis(10));
@@ -476,15 +483,15 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     if !o.source.join("Cargo.lock").is_file() || !o.source.join("crates/sim").is_dir() {
-        return Err(format!(
+        return Err(Error::Invalid(format!(
             "{} is not corral's workspace (no Cargo.lock or crates/sim): give --source DIR",
             o.source.display()
-        ));
+        )));
     }
     let online = corral_linux::sysfs::read_topology(paths)
-        .map_err(|e| format!("cannot read the CPUs: {e}"))?
+        .map_err(Error::host("cannot read the CPUs"))?
         .online
         .len();
     let (dir, temporary) = match &o.keep {
@@ -494,9 +501,9 @@ pub fn run(
             true,
         ),
     };
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
     let mut groups = LabGroups::for_experiment(layout)?;
-    let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
+    let work = groups.group("work", 1024)?;
     for dir in [groups.root(), work.as_path()] {
         allow_rt_check(dir)?;
     }
@@ -518,7 +525,7 @@ pub fn run(
             }
             Ok(r)
         }
-        Err(e) => Err(format!("{e}\n(logs kept in {})", dir.display())),
+        Err(e) => Err(e.logs_kept(dir)),
     }
 }
 
@@ -529,7 +536,7 @@ fn runs(
     dir: &Path,
     lab: &mut Lab,
     progress: &mut impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let stress_ops = if o.stress {
         progress("stress-ng: calibrating --cpu-ops for one worker (kernel alone)");
         let ops = calibrate_stress(lab, o, dir)?;
@@ -603,16 +610,16 @@ fn runs(
 /// (even with `--policy=other`) it checks its privileges by switching
 /// itself to SCHED_FIFO priority 1 and back. The experiment's own groups
 /// get [`RT_RUNTIME_US`] per period for that switch.
-fn allow_rt_check(dir: &Path) -> Result<(), String> {
+fn allow_rt_check(dir: &Path) -> Result<()> {
     let file = dir.join("cpu.rt_runtime_us");
     if !file.exists() {
         return Ok(());
     }
     std::fs::write(&file, RT_RUNTIME_US.to_string()).map_err(|e| {
-        format!(
+        Error::Environment(format!(
             "{}: {e} (cyclictest needs a little real-time time in the experiment's group)",
             file.display()
-        )
+        ))
     })
 }
 
@@ -623,45 +630,53 @@ fn build_command(jobs: u32) -> String {
     format!("cargo build -j {jobs} --offline --locked -p corral-sim")
 }
 
-fn stress_cmd(workers: u32, ops: u64, log: &Path) -> Result<Command, String> {
+fn stress_cmd(workers: u32, ops: u64, log: &Path) -> Result<Command> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
-        .map_err(|e| format!("{}: {e}", log.display()))?;
+        .map_err(Error::io(log))?;
     let mut c = Command::new("stress-ng");
     c.args(["--cpu", &workers.to_string(), "--cpu-ops", &ops.to_string()])
-        .stdout(file.try_clone().map_err(|e| e.to_string())?)
+        .stdout(file.try_clone().map_err(Error::io(log))?)
         .stderr(file);
     Ok(c)
 }
 
 /// One stress-ng run to its end; its wall time, s.
-fn stress_once(
-    lab: &mut Lab,
-    o: &Options,
-    workers: u32,
-    ops: u64,
-    log: &Path,
-) -> Result<f64, String> {
+fn stress_once(lab: &mut Lab, o: &Options, workers: u32, ops: u64, log: &Path) -> Result<f64> {
     let t0 = Instant::now();
     let pid = lab
         .start_tree(stress_cmd(workers, ops, log)?)
-        .map_err(|e| format!("cannot start stress-ng (is it installed?): {e}"))?;
+        .map_err(|e| not_installed(e, "stress-ng (is it installed?)"))?;
     let (status, wall) = lab.wait_tree(pid, t0, &o.stop, || Ok(()))?;
     if !status.success() {
-        return Err(format!(
-            "stress-ng --cpu {workers} --cpu-ops {ops} failed ({status}); its log, {}:\n{}",
-            log.display(),
-            tail(log, 10)
-        ));
+        return Err(Error::Command {
+            program: format!("stress-ng --cpu {workers} --cpu-ops {ops}"),
+            why: format!(
+                "failed ({status}); its log, {}:\n{}",
+                log.display(),
+                tail(log, 10)
+            ),
+        });
     }
     Ok(wall)
 }
 
+/// A program that could not start because it is not there is a tool this
+/// machine lacks: `what` names it and says where it comes from.
+fn not_installed(e: Error, what: &str) -> Error {
+    match e {
+        Error::Spawn { error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
+            Error::Environment(format!("cannot start {what}: {error}"))
+        }
+        e => e,
+    }
+}
+
 /// `--cpu-ops` for one worker to take about [`STRESS_TARGET`], measured
 /// with the kernel alone (ops double until a run takes half a second).
-fn calibrate_stress(lab: &mut Lab, o: &Options, dir: &Path) -> Result<u64, String> {
+fn calibrate_stress(lab: &mut Lab, o: &Options, dir: &Path) -> Result<u64> {
     let log = dir.join("stress-calibration.log");
     let mut ops = 64u64;
     loop {
@@ -689,7 +704,7 @@ impl Probes {
         exe: &Path,
         probe: Probe,
         file: &dyn Fn(&str) -> PathBuf,
-    ) -> Result<Probes, String> {
+    ) -> Result<Probes> {
         let (hist, log) = (file("cyclictest.hist"), file("cyclictest.log"));
         let mut ct = Command::new("cyclictest");
         match probe {
@@ -711,17 +726,15 @@ impl Probes {
             .arg(format!("-h{CYCLICTEST_HISTOGRAM_US}"))
             .arg(format!("--histfile={}", hist.display()))
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?);
+            .stderr(std::fs::File::create(&log).map_err(Error::io(&log))?);
         let cyclictest = lab
             .start(ct)
-            .map_err(|e| format!("cannot start cyclictest (is rt-tests installed?): {e}"))?;
+            .map_err(|e| not_installed(e, "cyclictest (is rt-tests installed?)"))?;
         let mut c = Command::new(exe);
         c.args(["lab", "work", "frame"])
             .args(["--period-us", &FRAME_PERIOD_US.to_string()])
             .args(["--work-us", &FRAME_WORK_US.to_string()]);
-        let frame = lab
-            .spawn(c)
-            .map_err(|e| format!("cannot start the frame loop: {e}"))?;
+        let frame = lab.spawn(c)?;
         Ok(Probes {
             cyclictest,
             frame,
@@ -732,30 +745,31 @@ impl Probes {
 
     /// Stops both (SIGINT to cyclictest, which then writes its histogram;
     /// SIGTERM to the frame loop, which prints its figures) and reads them.
-    fn finish(self, lab: &mut Lab) -> Result<(Cyclictest, FrameResult), String> {
+    fn finish(self, lab: &mut Lab) -> Result<(Cyclictest, FrameResult)> {
         use rustix::process::Signal;
         lab.groups
             .signal(self.cyclictest, Signal::INT)
-            .map_err(|e| format!("cannot stop cyclictest: {e}"))?;
+            .map_err(|e| e.within("cannot stop cyclictest"))?;
         lab.groups
             .signal(self.frame, Signal::TERM)
-            .map_err(|e| format!("cannot stop the frame loop: {e}"))?;
-        lab.groups.wait_output(self.cyclictest).map_err(|e| {
-            format!(
-                "cyclictest: {e}; its log, {}:\n{}",
-                self.log.display(),
-                tail(&self.log, 10)
-            )
-        })?;
+            .map_err(|e| e.within("cannot stop the frame loop"))?;
+        lab.groups
+            .wait_output(self.cyclictest)
+            .map_err(|e| Error::Command {
+                program: "cyclictest".into(),
+                why: format!(
+                    "did not end cleanly ({e}); its log, {}:\n{}",
+                    self.log.display(),
+                    tail(&self.log, 10)
+                ),
+            })?;
         let out = lab
             .groups
             .wait_output(self.frame)
-            .map_err(|e| format!("the frame loop: {e}"))?;
+            .map_err(|e| e.within("the frame loop"))?;
         let frames: FrameResult = parse_output(&out)?;
-        let text = std::fs::read_to_string(&self.hist)
-            .map_err(|e| format!("{}: {e}", self.hist.display()))?;
-        let cyclictest =
-            parse_cyclictest(&text).map_err(|e| format!("{}: {e}", self.hist.display()))?;
+        let text = std::fs::read_to_string(&self.hist).map_err(Error::io(&self.hist))?;
+        let cyclictest = parse_cyclictest(&text, &self.hist)?;
         Ok((cyclictest, frames))
     }
 }
@@ -772,9 +786,9 @@ fn build(
     daemon: Option<&DaemonProcess>,
     seen: &mut DaemonSeen,
     busiest: &mut Option<Status>,
-) -> Result<f64, String> {
+) -> Result<f64> {
     if target.exists() {
-        std::fs::remove_dir_all(target).map_err(|e| format!("{}: {e}", target.display()))?;
+        std::fs::remove_dir_all(target).map_err(Error::io(target))?;
     }
     lab.target = Some(target.to_path_buf());
     let mut cargo = Command::new(&o.cargo);
@@ -786,11 +800,9 @@ fn build(
         .env("CARGO_TERM_COLOR", "never")
         .env("CARGO_TERM_PROGRESS_WHEN", "never")
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?);
+        .stderr(std::fs::File::create(log).map_err(Error::io(log))?);
     let t0 = Instant::now();
-    let pid = lab
-        .start_tree(cargo)
-        .map_err(|e| format!("cannot start {}: {e}", o.cargo.display()))?;
+    let pid = lab.start_tree(cargo)?;
     let mut next_poll = t0 + STATUS_EVERY / 2;
     let (status, wall) = lab.wait_tree(pid, t0, &o.stop, || {
         let Some(d) = daemon else {
@@ -801,11 +813,11 @@ fn build(
         }
         next_poll += STATUS_EVERY;
         let s = d.status().map_err(|e| {
-            format!(
+            Error::Daemon(format!(
                 "the daemon stopped answering during the build ({e}); its log, {}:\n{}",
                 d.log().display(),
                 tail(d.log(), 10)
-            )
+            ))
         })?;
         seen.record(&s);
         if busiest
@@ -818,20 +830,22 @@ fn build(
     })?;
     lab.remove_target();
     if !status.success() {
-        return Err(format!(
-            "{} failed ({status}) in {}: with --offline every dependency in Cargo.lock must already be in ~/.cargo/registry (run scripts/setup and one build with network access first); the last lines of its log, {}:\n{}",
-            build_command(o.jobs),
-            o.source.display(),
-            log.display(),
-            tail(log, 15)
-        ));
+        return Err(Error::Command {
+            program: build_command(o.jobs),
+            why: format!(
+                "failed ({status}) in {}: with --offline every dependency in Cargo.lock must already be in ~/.cargo/registry (run scripts/setup and one build with network access first); the last lines of its log, {}:\n{}",
+                o.source.display(),
+                log.display(),
+                tail(log, 15)
+            ),
+        });
     }
     Ok(wall)
 }
 
-fn write_json(path: &Path, v: &impl Serialize) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
+fn write_json(path: &Path, v: &impl Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| Error::io(path)(e.into()))?;
+    std::fs::write(path, text + "\n").map_err(Error::io(path))
 }
 
 /// What every variant runs with.
@@ -852,7 +866,7 @@ fn variant(
     run: u32,
     with_corral: bool,
     progress: &mut impl FnMut(&str),
-) -> Result<Variant, String> {
+) -> Result<Variant> {
     let name = with_corral.then_some("corral");
     variant_with(setup, lab, run, name, Probe::Other, progress)
 }
@@ -867,7 +881,7 @@ fn variant_with(
     name: Option<&str>,
     probe: Probe,
     progress: &mut impl FnMut(&str),
-) -> Result<Variant, String> {
+) -> Result<Variant> {
     let Setup {
         exe,
         o,
@@ -1096,7 +1110,7 @@ mod tests {
     fn cyclictest_percentiles_come_from_the_histogram() {
         // 100 wake-ups: 90 at 5 us, 9 at 40 us, 1 at 300 us.
         let text = histogram(&[(5, 90), (40, 9), (300, 1)], 400, 300, 0);
-        let c = parse_cyclictest(&text).unwrap();
+        let c = parse_cyclictest(&text, Path::new("h")).unwrap();
         assert_eq!(
             c,
             Cyclictest {
@@ -1115,7 +1129,7 @@ mod tests {
     fn cyclictest_overflows_count_as_samples_beyond_the_range() {
         // 98 in range, 2 beyond 100 us: p99 (rank 99) is among the overflows.
         let text = histogram(&[(7, 98)], 100, 2500, 2);
-        let c = parse_cyclictest(&text).unwrap();
+        let c = parse_cyclictest(&text, Path::new("h")).unwrap();
         assert_eq!((c.samples, c.overflows), (100, 2));
         assert_eq!((c.p50_us, c.p99_us, c.max_us), (7, 100, 2500));
     }
@@ -1123,7 +1137,7 @@ mod tests {
     #[test]
     fn cyclictest_sums_threads_and_reads_the_real_layout() {
         let text = "# Histogram\n000000 000000 000000\n000001 000002 000001\n000002 000000 000001\n# Total: 000000002 000000002\n# Min Latencies: 00001 00001\n# Avg Latencies: 00001 00001\n# Max Latencies: 00001 00002\n# Histogram Overflows: 00000 00000\n# Histogram Overflow at cycle number:\n# Thread 0:\n# Thread 1:\n";
-        let c = parse_cyclictest(text).unwrap();
+        let c = parse_cyclictest(text, Path::new("h")).unwrap();
         assert_eq!((c.samples, c.p50_us, c.p99_us, c.max_us), (4, 1, 2, 2));
     }
 
@@ -1131,18 +1145,18 @@ mod tests {
     fn cyclictest_output_that_does_not_add_up_is_refused() {
         let mut text = histogram(&[(5, 10)], 20, 5, 0);
         text = text.replace("# Total: 000000010", "# Total: 000000011");
-        assert!(parse_cyclictest(&text).unwrap_err().contains("says 11"));
-        assert!(parse_cyclictest("000005\n")
-            .unwrap_err()
-            .contains("expected `latency count"));
-        assert!(parse_cyclictest("5 x\n")
-            .unwrap_err()
-            .contains("\"x\" is not a number"));
-        assert!(parse_cyclictest("# Histogram\n")
-            .unwrap_err()
-            .contains("not cyclictest's histogram"));
+        let refused = |t: &str| {
+            parse_cyclictest(t, Path::new("ct.hist"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refused(&text).starts_with("ct.hist: "));
+        assert!(refused(&text).contains("says 11"));
+        assert!(refused("000005\n").contains("line 1: expected `latency count"));
+        assert!(refused("5 x\n").contains("\"x\" is not a number"));
+        assert!(refused("# Histogram\n").contains("not cyclictest's histogram"));
         let none = histogram(&[], 20, 0, 0);
-        assert!(parse_cyclictest(&none).unwrap_err().contains("no wake-up"));
+        assert!(refused(&none).contains("no wake-up"));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! in the daemon's log are counted.
 
 use crate::daemon_process::DaemonProcess;
+use crate::error::{Error, Result};
 use crate::groups::LabGroups;
 use corral_linux::placer::Layout;
 use serde::Serialize;
@@ -28,15 +29,13 @@ pub const GOAL_CPU: f64 = 0.05;
 pub const CLONE_ROUND: Duration = Duration::from_secs(20);
 
 /// Starts one round of the clone storm in `group`; returns its PID.
-fn start_storm(groups: &mut LabGroups, group: &Path, clone_max: u32) -> Result<u32, String> {
+fn start_storm(groups: &mut LabGroups, group: &Path, clone_max: u32) -> Result<u32> {
     let mut c = Command::new("stress-ng");
     c.args(["--clone", "1", "--clone-max", &clone_max.to_string()])
         .args(["--timeout", &format!("{}s", CLONE_ROUND.as_secs())])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    groups
-        .start(group, c)
-        .map_err(|e| format!("cannot start stress-ng --clone: {e}"))
+    groups.start(group, c)
 }
 
 pub struct Options<'a> {
@@ -103,14 +102,16 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     if Command::new("stress-ng").arg("--version").output().is_err() {
-        return Err("stress-ng is not installed (scripts/setup installs it)".into());
+        return Err(Error::Environment(
+            "stress-ng is not installed (scripts/setup installs it)".into(),
+        ));
     }
     let me = std::process::id();
     let dir = crate::groups::scratch_dir("soak")?;
     let mut groups = LabGroups::for_experiment(layout)?;
-    let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
+    let work = groups.group("work", 1024)?;
     let socket = dir.join("corral.sock");
     let log = dir.join("daemon.log");
     let daemon = DaemonProcess::start(exe, me, &socket, o.interval_ms, None, &log, o.stop)?;
@@ -119,9 +120,7 @@ pub fn run(
     let mut workload = format!("stress-ng {}", args.join(" "));
     let mut c = Command::new("stress-ng");
     c.args(args).args(["--timeout", "0"]).stderr(Stdio::null());
-    groups
-        .start(&work, c)
-        .map_err(|e| format!("cannot start stress-ng: {e}"))?;
+    groups.start(&work, c)?;
     let mut storm = None;
     if o.clone_max > 0 {
         storm = Some(start_storm(&mut groups, &work, o.clone_max)?);
@@ -197,7 +196,7 @@ pub fn run(
     // the daemon is stopped as a service manager stops it.
     groups.cleanup();
     let stopped = if r.died.is_some() {
-        Err("it had died".to_string())
+        Err(Error::Daemon("it had died".into()))
     } else {
         daemon.stop()
     };

@@ -22,6 +22,7 @@
 //! counted apart.
 
 use crate::daemon_process::DaemonProcess;
+use crate::error::{Error, Result};
 use crate::groups::LabGroups;
 use corral_linux::placer::Layout;
 use serde::Serialize;
@@ -92,7 +93,7 @@ pub fn run(
     layout: &Layout,
     o: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     let floor = corral_core::config::Config::default().guard.floor;
     let min_wait = corral_core::config::Config::default().guard.min_wait;
     let mut report = Report {
@@ -115,16 +116,14 @@ pub fn run(
                 o.seconds + 30
             ),
         )
-        .map_err(|e| format!("{}: {e}", config.display()))?;
+        .map_err(Error::io(&config))?;
         let mut groups = LabGroups::for_experiment(layout)?;
-        let work = groups.group("work", 1024).map_err(|e| e.to_string())?;
-        let mid = groups.group("mid", 1024).map_err(|e| e.to_string())?;
-        let mut spawn = |group: &Path, args: &[&str]| -> Result<u32, String> {
+        let work = groups.group("work", 1024)?;
+        let mid = groups.group("mid", 1024)?;
+        let mut spawn = |group: &Path, args: &[&str]| -> Result<u32> {
             let mut c = Command::new(exe);
             c.args(["lab", "work"]).args(args);
-            groups
-                .spawn(group, c)
-                .map_err(|e| format!("cannot start `corral lab work {}`: {e}", args.join(" ")))
+            groups.spawn(group, c)
         };
         let long = "100000000";
         // Two CPU-bound programs a rule makes latency-critical (by their

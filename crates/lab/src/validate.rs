@@ -62,6 +62,7 @@
 //! by its threads): the model has no hrtimer slack, and the default 50 µs
 //! would add up to 50 µs to every live wake-up.
 
+use crate::error::{Error, Result};
 use crate::groups::LabGroups;
 use crate::work::percentile;
 use corral_sim::input::json::{self, Kind, Value};
@@ -142,22 +143,24 @@ pub struct Env {
 
 /// Checks for root, rt-app and a cgroup v1 `cpu` hierarchy; the error
 /// says which is missing.
-pub fn check_environment(paths: &corral_linux::HostPaths) -> Result<Env, String> {
+pub fn check_environment(paths: &corral_linux::HostPaths) -> Result<Env> {
+    let lacks = |what: &str| Error::Environment(what.into());
     if !rustix::process::geteuid().is_root() {
-        return Err(
-            "corral lab validate needs root: it creates cgroups and moves rt-app's threads into them"
-                .into(),
-        );
+        return Err(lacks(
+            "corral lab validate needs root: it creates cgroups and moves rt-app's threads into them",
+        ));
     }
-    let rtapp = find_rtapp().ok_or(
+    let rtapp = find_rtapp().ok_or_else(|| {
+        lacks(
         "corral lab validate needs rt-app (apt-get install rt-app): not found in PATH or /usr/bin",
-    )?;
+    )
+    })?;
     let mounts = corral_linux::cgroup::CgroupMounts::discover(paths)
-        .map_err(|e| format!("cannot read the cgroup mounts: {e}"))?;
+        .map_err(Error::host("cannot read the cgroup mounts"))?;
     let cpu = mounts
         .v1_with("cpu")
         .filter(|h| h.root == "/")
-        .ok_or("corral lab validate needs the cgroup v1 cpu controller mounted (e.g. at /sys/fs/cgroup/cpu); it is not")?;
+        .ok_or_else(|| lacks("corral lab validate needs the cgroup v1 cpu controller mounted (e.g. at /sys/fs/cgroup/cpu); it is not"))?;
     Ok(Env {
         rtapp,
         cpu_mount: cpu.dir.clone(),
@@ -325,27 +328,27 @@ pub struct Report {
 pub const LATENCY: &str = "rt-app's wu_lat: timer expiry -> thread back from clock_nanosleep (iterations that slept on their timer)";
 
 /// Runs the selected cases.
-pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report, String> {
+pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
     let selected: Vec<&Case> = CASES
         .iter()
         .filter(|c| o.case.as_deref().is_none_or(|n| c.name.contains(n)))
         .collect();
     if selected.is_empty() {
         let names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
-        return Err(format!(
+        return Err(Error::Invalid(format!(
             "no case matches {:?} (cases: {})",
             o.case.as_deref().unwrap_or(""),
             names.join(", ")
-        ));
+        )));
     }
     let min = o.warmup + TAIL + Duration::from_secs(1);
     if Duration::from_secs(o.seconds) < min {
-        return Err(format!(
+        return Err(Error::Invalid(format!(
             "--seconds must be at least {:.0} (warm-up {:.1} s, tail {:.2} s)",
             min.as_secs_f64().ceil(),
             o.warmup.as_secs_f64(),
             TAIL.as_secs_f64()
-        ));
+        )));
     }
     let machine = machine_info(&o.procfs, &o.env.rtapp);
     let sim = SimInfo {
@@ -361,18 +364,18 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report, String
             true,
         ),
     };
-    std::fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    std::fs::create_dir_all(&base).map_err(Error::io(&base))?;
     let mut cases = Vec::new();
     let mut result = Ok(());
     for case in selected {
         if o.stop.load(Ordering::SeqCst) {
-            result = Err("interrupted".to_string());
+            result = Err(Error::Interrupted);
             break;
         }
         match run_case(o, case, &sim, &base.join(case.name), &mut progress) {
             Ok(r) => cases.push(r),
             Err(e) => {
-                result = Err(format!("{}: {e}", case.name));
+                result = Err(e.within(case.name));
                 break;
             }
         }
@@ -486,7 +489,7 @@ fn run_case(
     sim: &SimInfo,
     dir: &Path,
     progress: &mut impl FnMut(&str),
-) -> Result<CaseReport, String> {
+) -> Result<CaseReport> {
     let (text, label) = match case.source {
         Source::Embedded(t) => (t.to_string(), format!("{}.json", case.name)),
         Source::Debian(f) => {
@@ -506,16 +509,14 @@ fn run_case(
     for d in [&live_dir, &sim_dir] {
         // Logs of an earlier run kept in the same place would be read as ours.
         let _ = std::fs::remove_dir_all(d);
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        std::fs::create_dir_all(d).map_err(Error::io(d))?;
     }
     let root_name = format!("corral-validate-{}", std::process::id());
     let root = format!("/{root_name}");
     let mut groups = LabGroups::create_at(&o.env.cpu_mount, true, &root_name)
-        .map_err(|e| format!("cannot create this run's cgroup: {e}"))?;
+        .map_err(|e| e.within("cannot create this run's cgroup"))?;
     for (g, shares) in case.groups {
-        groups
-            .group(g.trim_start_matches('/'), *shares)
-            .map_err(|e| e.to_string())?;
+        groups.group(g.trim_start_matches('/'), *shares)?;
     }
 
     progress(&format!("{}: measuring rt-app's loop", case.name));
@@ -530,11 +531,9 @@ fn run_case(
         case.groups,
     )?;
     let workload_path = dir.join("workload.json");
-    std::fs::write(&workload_path, &json)
-        .map_err(|e| format!("{}: {e}", workload_path.display()))?;
+    std::fs::write(&workload_path, &json).map_err(Error::io(&workload_path))?;
     // The simulator must accept the workload before anything runs live.
-    let work =
-        rtapp::parse(&json, &workload_path.display().to_string()).map_err(|e| e.to_string())?;
+    let work = rtapp::parse(&json, &workload_path.display().to_string())?;
     let threads = threads_of(&work, &root);
 
     progress(&format!(
@@ -582,10 +581,10 @@ fn run_case(
     // together); a mismatch would pair the wrong threads.
     let names: Vec<&str> = threads.iter().map(|t| t.name.as_str()).collect();
     if simulated.names != names {
-        return Err(format!(
+        return Err(Error::Measurement(format!(
             "the simulator's threads {:?} are not rt-app's {names:?}",
             simulated.names
-        ));
+        )));
     }
     let mut sim_sides: Vec<Option<Side>> = (0..threads.len())
         .map(|i| {
@@ -808,21 +807,25 @@ fn prepare(
     calibration: u32,
     logdir: &Path,
     groups: &[(&str, u64)],
-) -> Result<String, String> {
-    let mut v = json::parse(text).map_err(|e| format!("{label}: {e}"))?;
+) -> Result<String> {
+    let bad = |why: String| Error::Parse {
+        what: label.into(),
+        why,
+    };
+    let mut v = json::parse(text).map_err(|e| bad(e.to_string()))?;
     number_repeated_keys(&mut v);
     let Kind::Object(top) = &mut v.kind else {
-        return Err(format!("{label}: not a JSON object"));
+        return Err(bad("not a JSON object".into()));
     };
     let Some((_, tasks)) = top.iter_mut().find(|(k, _)| k == "tasks") else {
-        return Err(format!("{label}: no \"tasks\""));
+        return Err(bad("no \"tasks\"".into()));
     };
     let Kind::Object(tasks) = &mut tasks.kind else {
-        return Err(format!("{label}: \"tasks\" is not an object"));
+        return Err(bad("\"tasks\" is not an object".into()));
     };
     for (name, task) in tasks.iter_mut() {
         let Kind::Object(keys) = &mut task.kind else {
-            return Err(format!("{label}: task {name:?} is not an object"));
+            return Err(bad(format!("task {name:?} is not an object")));
         };
         let own = keys
             .iter()
@@ -832,14 +835,14 @@ fn prepare(
             .to_string();
         let own = own.trim_end_matches('/');
         if own.matches('/').count() > 1 {
-            return Err(format!(
-                "{label}: task {name:?}: taskgroup {own:?}: only one level (\"/name\") is supported"
-            ));
+            return Err(bad(format!(
+                "task {name:?}: taskgroup {own:?}: only one level (\"/name\") is supported"
+            )));
         }
         if !own.is_empty() && !groups.iter().any(|(g, _)| *g == own) {
-            return Err(format!(
-                "{label}: task {name:?}: taskgroup {own:?} has no shares in the case"
-            ));
+            return Err(bad(format!(
+                "task {name:?}: taskgroup {own:?} has no shares in the case"
+            )));
         }
         set(keys, "taskgroup", string(&format!("{root}{own}")));
     }
@@ -857,7 +860,7 @@ fn prepare(
         }
     };
     let Kind::Object(g) = &mut global.kind else {
-        return Err(format!("{label}: \"global\" is not an object"));
+        return Err(bad("\"global\" is not an object".into()));
     };
     set(g, "duration", number(seconds as f64));
     set(g, "calibration", number(calibration as f64));
@@ -988,25 +991,24 @@ struct LogLine {
 /// case's start; the simulator's `start` and `end` are simulated time,
 /// whose 0 is the use case's start (its `rel_st` counts from the
 /// thread's own first iteration instead).
-fn parse_log(text: &str, file: &Path, live: bool) -> Result<Vec<LogLine>, String> {
+fn parse_log(text: &str, file: &Path, live: bool) -> Result<Vec<LogLine>> {
     let mut v = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        let bad = |why: String| Error::Parse {
+            what: format!("{}:{}", file.display(), n + 1),
+            why,
+        };
         let f: Vec<i64> = line
             .split_whitespace()
             .map(str::parse)
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("{}:{}: {e}", file.display(), n + 1))?;
+            .collect::<Result<_, std::num::ParseIntError>>()
+            .map_err(|e| bad(e.to_string()))?;
         if f.len() < 11 {
-            return Err(format!(
-                "{}:{}: {} columns, rt-app writes 11",
-                file.display(),
-                n + 1,
-                f.len()
-            ));
+            return Err(bad(format!("{} columns, rt-app writes 11", f.len())));
         }
         let (start, end) = if live {
             (f[6], f[6] + f[3])
@@ -1026,8 +1028,8 @@ fn parse_log(text: &str, file: &Path, live: bool) -> Result<Vec<LogLine>, String
     Ok(v)
 }
 
-fn read_log(path: &Path, live: bool) -> Result<Vec<LogLine>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_log(path: &Path, live: bool) -> Result<Vec<LogLine>> {
+    let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
     parse_log(&text, path, live)
 }
 
@@ -1115,8 +1117,8 @@ struct RtApp<'a> {
 
 impl RtApp<'_> {
     /// Its status if it ended.
-    fn ended(&mut self) -> Result<Option<std::process::ExitStatus>, String> {
-        let s = self.groups.try_wait(self.pid).map_err(|e| e.to_string())?;
+    fn ended(&mut self) -> Result<Option<std::process::ExitStatus>> {
+        let s = self.groups.try_wait(self.pid)?;
         if s.is_some() {
             self.done = true;
         }
@@ -1164,10 +1166,10 @@ fn start_rtapp<'a>(
     groups: &'a mut LabGroups,
     json: &Path,
     dir: &Path,
-) -> Result<RtApp<'a>, String> {
+) -> Result<RtApp<'a>> {
     let output = dir.join("rt-app.out");
-    let out = std::fs::File::create(&output).map_err(|e| format!("{}: {e}", output.display()))?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let out = std::fs::File::create(&output).map_err(Error::io(&output))?;
+    let err = out.try_clone().map_err(Error::io(&output))?;
     let mut cmd = Command::new(&o.env.rtapp);
     cmd.arg(json)
         .current_dir(dir)
@@ -1183,9 +1185,7 @@ fn start_rtapp<'a>(
         });
     }
     let root = groups.root().to_path_buf();
-    let pid = groups
-        .start(&root, cmd)
-        .map_err(|e| format!("cannot start {}: {e}", o.env.rtapp.display()))?;
+    let pid = groups.start(&root, cmd)?;
     Ok(RtApp {
         groups,
         pid,
@@ -1201,16 +1201,16 @@ fn wait_until(
     rt: &mut RtApp<'_>,
     until: Instant,
     mut each: impl FnMut(),
-) -> Result<(), String> {
+) -> Result<()> {
     loop {
         if o.stop.load(Ordering::SeqCst) {
-            return Err("interrupted".into());
+            return Err(Error::Interrupted);
         }
         if let Some(s) = rt.ended()? {
-            return Err(format!(
-                "rt-app ended early ({s}); it printed: {}",
-                rt.output_tail()
-            ));
+            return Err(Error::Command {
+                program: "rt-app".into(),
+                why: format!("ended early ({s}); it printed: {}", rt.output_tail()),
+            });
         }
         let now = Instant::now();
         if now >= until {
@@ -1222,18 +1222,18 @@ fn wait_until(
 }
 
 /// Waits for rt-app to end by itself (its `duration`), at most `limit`.
-fn wait_exit(o: &Options, rt: &mut RtApp<'_>, limit: Duration) -> Result<bool, String> {
+fn wait_exit(o: &Options, rt: &mut RtApp<'_>, limit: Duration) -> Result<bool> {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if o.stop.load(Ordering::SeqCst) {
-            return Err("interrupted".into());
+            return Err(Error::Interrupted);
         }
         if let Some(s) = rt.ended()? {
             if !s.success() {
-                return Err(format!(
-                    "rt-app failed ({s}); it printed: {}",
-                    rt.output_tail()
-                ));
+                return Err(Error::Command {
+                    program: "rt-app".into(),
+                    why: format!("failed ({s}); it printed: {}", rt.output_tail()),
+                });
             }
             return Ok(true);
         }
@@ -1277,7 +1277,7 @@ fn run_live(
     threads: &[Thread],
     json: &Path,
     dir: &Path,
-) -> Result<Live, String> {
+) -> Result<Live> {
     let root = groups.root().to_path_buf();
     let mut rt = start_rtapp(o, groups, json, dir)?;
     let pid = rt.pid;
@@ -1287,13 +1287,16 @@ fn run_live(
     let deadline = Instant::now() + Duration::from_secs(10);
     let tids: Vec<u32> = loop {
         if o.stop.load(Ordering::SeqCst) {
-            return Err("interrupted".into());
+            return Err(Error::Interrupted);
         }
         if let Some(s) = rt.ended()? {
-            return Err(format!(
-                "rt-app ended before starting its threads ({s}); it printed: {}",
-                rt.output_tail()
-            ));
+            return Err(Error::Command {
+                program: "rt-app".into(),
+                why: format!(
+                    "ended before starting its threads ({s}); it printed: {}",
+                    rt.output_tail()
+                ),
+            });
         }
         let now = threads_now(&o.procfs, pid);
         if now.len() == threads.len()
@@ -1306,11 +1309,11 @@ fn run_live(
         }
         if now.len() > threads.len() || Instant::now() > deadline {
             let seen: Vec<String> = now.iter().map(|(t, c)| format!("{t}:{c}")).collect();
-            return Err(format!(
+            return Err(Error::Measurement(format!(
                 "rt-app's threads are not the workload's {} (found {})",
                 threads.len(),
                 seen.join(" ")
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(1));
     };
@@ -1321,7 +1324,7 @@ fn run_live(
         }
         let tasks = root.join(&th.group).join("tasks");
         std::fs::write(&tasks, tid.to_string())
-            .map_err(|e| format!("cannot move thread {tid} into {}: {e}", tasks.display()))?;
+            .map_err(|e| Error::io(&tasks)(e).within(format!("cannot move thread {tid}")))?;
     }
 
     let dirs: Vec<PathBuf> = tids
@@ -1405,8 +1408,8 @@ fn run_live(
 /// per loop, `run: 5000` executes 5 000 000 loops; rt-app logs their
 /// count (`perf`) and wall time (`run`). Seven of them, alone in the
 /// run's group; rt-app gets the median, rounded (it takes an integer).
-fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibration, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibration> {
+    std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
     let json = format!(
         r#"{{
 	"tasks": {{
@@ -1418,14 +1421,16 @@ fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibrat
         serde_json::to_string(&dir.display().to_string()).expect("strings serialise")
     );
     let path = dir.join("calibrate.json");
-    std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, json).map_err(Error::io(&path))?;
     let mut rt = start_rtapp(o, groups, &path, dir)?;
     if !wait_exit(o, &mut rt, Duration::from_secs(30))? {
-        return Err("rt-app's loop measurement did not end within 30 s".into());
+        return Err(Error::Measurement(
+            "rt-app's loop measurement did not end within 30 s".into(),
+        ));
     }
     drop(rt);
     let log = dir.join("rt-app-calibrate-0.log");
-    let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let text = std::fs::read_to_string(&log).map_err(Error::io(&log))?;
     let mut ns: Vec<f64> = text
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
@@ -1439,7 +1444,10 @@ fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibrat
         })
         .collect();
     if ns.is_empty() {
-        return Err(format!("{}: no measurement", log.display()));
+        return Err(Error::Parse {
+            what: log.display().to_string(),
+            why: "no measurement".into(),
+        });
     }
     ns.sort_by(f64::total_cmp);
     let median = ns[ns.len() / 2];
@@ -1503,13 +1511,12 @@ fn run_sim(
     groups: &[(&str, u64)],
     root: &str,
     dir: &Path,
-) -> Result<Simulated, String> {
+) -> Result<Simulated> {
     let toml = platform_toml(sim, tick_phase_us, groups, root);
     let toml_path = dir.join("platform.toml");
-    std::fs::write(&toml_path, &toml).map_err(|e| format!("{}: {e}", toml_path.display()))?;
-    let spec =
-        platform::parse(&toml, &toml_path.display().to_string()).map_err(|e| e.to_string())?;
-    let mut m = platform::build(work, &spec, Flavour::Eevdf).map_err(|e| e.to_string())?;
+    std::fs::write(&toml_path, &toml).map_err(Error::io(&toml_path))?;
+    let spec = platform::parse(&toml, &toml_path.display().to_string())?;
+    let mut m = platform::build(work, &spec, Flavour::Eevdf)?;
     m.record();
     m.advance_to(o.warmup.as_nanos() as u64);
     let a = counters(&m);
@@ -1518,8 +1525,9 @@ fn run_sim(
     // On to the end, as rt-app goes on, so that the iterations under way
     // at the window's end are logged on both sides.
     m.advance_to(Duration::from_secs(o.seconds).as_nanos() as u64);
-    let files = trace::rtapp_logs(&m, &dir.join("sim"))
-        .map_err(|e| format!("cannot write the simulator's logs: {e}"))?;
+    let logs_dir = dir.join("sim");
+    let files = trace::rtapp_logs(&m, &logs_dir)
+        .map_err(|e| Error::io(&logs_dir)(e).within("cannot write the simulator's logs"))?;
     let logs = files
         .iter()
         .map(|f| read_log(f, false))
@@ -1716,8 +1724,10 @@ mod tests {
     #[test]
     fn a_taskgroup_without_shares_is_refused() {
         let text = r#"{ "tasks": { "a": { "taskgroup": "/x", "run": 1 } } }"#;
-        let e = prepare(text, "t", "/r", 9, 17, Path::new("/l"), &[]).unwrap_err();
-        assert!(e.contains("\"/x\""), "{e}");
+        let e = prepare(text, "t", "/r", 9, 17, Path::new("/l"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t: task \"a\": taskgroup \"/x\""), "{e}");
     }
 
     #[test]

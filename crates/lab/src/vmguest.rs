@@ -170,6 +170,95 @@ fn placed(s: &Status, tid: u32) -> Option<(String, GroupKind, CpuSet)> {
     Some((name, g.kind, g.cpus.clone()))
 }
 
+/// The hot-plug scenario's name in its checks.
+const HOTPLUG: &str = "hot-plug";
+
+/// Puts the hog on CPU 3, the first to go: the planner keeps a heavy
+/// thread's dedicated core where it runs, so the hot-plug takes the
+/// dedicated core away. Its affinity is then all CPUs again; nothing else
+/// makes it leave CPU 3.
+fn pin_to_cpu3_and_release(hog: u32) {
+    let pin = |cpus: &[usize]| {
+        let mut set = rustix::thread::CpuSet::new();
+        for &c in cpus {
+            set.set(c);
+        }
+        rustix::thread::sched_setaffinity(rustix::process::Pid::from_raw(hog as i32), &set)
+    };
+    let pinned = pin(&[3]).is_ok();
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = pin(&[0, 1, 2, 3]);
+    let cpu_now = read(&format!("/proc/{hog}/stat")).and_then(|t| {
+        t.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(36)?
+            .parse::<u32>()
+            .ok()
+    });
+    eprintln!("hot-plug: hog {hog} pinned to CPU 3 and released ({pinned}); runs on {cpu_now:?}");
+}
+
+/// A thread that looks at every group of corral's every 2 ms during the
+/// hot-plug: no group may ever show an empty effective CPU set.
+struct EmptyWatcher {
+    stop: Arc<AtomicBool>,
+    empties: Arc<Mutex<Vec<String>>>,
+    samples: Arc<Mutex<u64>>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl EmptyWatcher {
+    /// Starts the watching thread.
+    fn start() -> EmptyWatcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let empties = Arc::new(Mutex::new(Vec::<String>::new()));
+        let samples = Arc::new(Mutex::new(0u64));
+        let thread = {
+            let (stop, empties, samples) = (stop.clone(), empties.clone(), samples.clone());
+            std::thread::spawn(move || {
+                let root = Path::new(CGROUP).join("corral");
+                while !stop.load(Ordering::SeqCst) {
+                    for e in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+                        if !e.path().is_dir() {
+                            continue;
+                        }
+                        // A group being removed can vanish between the
+                        // listing and the read.
+                        if let Ok(t) =
+                            std::fs::read_to_string(e.path().join("cpuset.cpus.effective"))
+                        {
+                            if t.trim().is_empty() && e.path().exists() {
+                                empties
+                                    .lock()
+                                    .unwrap()
+                                    .push(e.file_name().to_string_lossy().into());
+                            }
+                        }
+                    }
+                    *samples.lock().unwrap() += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        EmptyWatcher {
+            stop,
+            empties,
+            samples,
+            thread,
+        }
+    }
+
+    /// Stops the thread; the groups it saw empty and how many looks it took.
+    fn finish(self) -> (Vec<String>, u64) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+        let empties = self.empties.lock().unwrap().clone();
+        let samples = *self.samples.lock().unwrap();
+        (empties, samples)
+    }
+}
+
 impl Guest {
     fn check(&mut self, scenario: &'static str, name: &str, pass: bool, detail: String) {
         eprintln!(
@@ -581,38 +670,30 @@ impl Guest {
     // -----------------------------------------------------------------
     // 2. Hot-plug while the daemon runs.
 
+    /// Takes CPUs 3 and 2 offline and brings them back while the daemon
+    /// runs and the hog has a dedicated core, checking after each change.
     fn hotplug(&mut self) {
-        const S: &str = "hot-plug";
         let pids = self.hog_periodic_light();
-        let hog = pids[0];
-        // Put the hog on CPU 3, the first to go: the planner keeps a heavy
-        // thread's dedicated core where it runs, so the hot-plug below
-        // takes the dedicated core away. Its affinity is then all CPUs
-        // again; nothing else makes it leave CPU 3.
-        let pin = |cpus: &[usize]| {
-            let mut set = rustix::thread::CpuSet::new();
-            for &c in cpus {
-                set.set(c);
-            }
-            rustix::thread::sched_setaffinity(rustix::process::Pid::from_raw(hog as i32), &set)
-        };
-        let pinned = pin(&[3]).is_ok();
-        std::thread::sleep(Duration::from_millis(200));
-        let _ = pin(&[0, 1, 2, 3]);
-        let cpu_now = read(&format!("/proc/{hog}/stat")).and_then(|t| {
-            t.rsplit(')')
-                .next()?
-                .split_whitespace()
-                .nth(36)?
-                .parse::<u32>()
-                .ok()
-        });
-        eprintln!(
-            "hot-plug: hog {hog} pinned to CPU 3 and released ({pinned}); runs on {cpu_now:?}"
-        );
-        if !self.start_daemon(&pids) {
-            self.check(S, "daemon starts", false, "no answer on its socket".into());
+        pin_to_cpu3_and_release(pids[0]);
+        if !self.hotplug_begin(&pids) {
             return;
+        }
+        let watcher = EmptyWatcher::start();
+        let mut moved = Vec::new();
+        for (cpu, on) in [(3, false), (2, false), (2, true), (3, true)] {
+            self.hotplug_change(&pids, cpu, on, &mut moved);
+        }
+        self.hotplug_end(watcher, &moved);
+    }
+
+    /// Starts the daemon on the workload and waits for the hog's dedicated
+    /// core; false (the failed check recorded) if either does not happen.
+    fn hotplug_begin(&mut self, pids: &[u32; 3]) -> bool {
+        const S: &str = HOTPLUG;
+        let hog = pids[0];
+        if !self.start_daemon(pids) {
+            self.check(S, "daemon starts", false, "no answer on its socket".into());
+            return false;
         }
         let (s, _, ok) = self.wait_for(SETTLE, |s| {
             matches!(placed(s, hog), Some((_, GroupKind::Dedicated, _)))
@@ -626,120 +707,97 @@ impl Guest {
             );
             self.stop_daemon();
             self.end_workloads();
+            return false;
+        }
+        true
+    }
+
+    /// Takes `cpu` offline (or brings it back, `on`) and checks the plan,
+    /// the hog's dedicated core (noted in `moved` when it had to move) and
+    /// that every managed thread keeps running.
+    fn hotplug_change(&mut self, pids: &[u32; 3], cpu: u32, on: bool, moved: &mut Vec<u32>) {
+        const S: &str = HOTPLUG;
+        let hog = pids[0];
+        let before = self.status();
+        let dedicated_before = before.as_ref().and_then(|s| placed(s, hog)).map(|p| p.2);
+        let runs0: Vec<u64> = pids.iter().map(|&p| run_ns(p)).collect();
+        if let Err(e) = set_online(cpu, on) {
+            self.check(
+                S,
+                &format!("cpu{cpu} {}", if on { "online" } else { "offline" }),
+                false,
+                e.to_string(),
+            );
             return;
         }
-        // A watcher: no group of corral's may ever show an empty
-        // effective CPU set.
-        let stop = Arc::new(AtomicBool::new(false));
-        let empties = Arc::new(Mutex::new(Vec::<String>::new()));
-        let samples = Arc::new(Mutex::new(0u64));
-        let watcher = {
-            let (stop, empties, samples) = (stop.clone(), empties.clone(), samples.clone());
-            std::thread::spawn(move || {
-                let root = Path::new(CGROUP).join("corral");
-                while !stop.load(Ordering::SeqCst) {
-                    for e in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-                        if !e.path().is_dir() {
-                            continue;
-                        }
-                        // A group being removed can vanish between the
-                        // listing and the read.
-                        if let Ok(t) =
-                            std::fs::read_to_string(e.path().join("cpuset.cpus.effective"))
-                        {
-                            if t.trim().is_empty() && e.path().exists() {
-                                empties
-                                    .lock()
-                                    .unwrap()
-                                    .push(e.file_name().to_string_lossy().into());
-                            }
-                        }
-                    }
-                    *samples.lock().unwrap() += 1;
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-            })
-        };
-        let mut moved = Vec::new();
-        for (cpu, on) in [(3, false), (2, false), (2, true), (3, true)] {
-            let before = self.status();
-            let dedicated_before = before.as_ref().and_then(|s| placed(s, hog)).map(|p| p.2);
-            let runs0: Vec<u64> = pids.iter().map(|&p| run_ns(p)).collect();
-            if let Err(e) = set_online(cpu, on) {
-                self.check(
-                    S,
-                    &format!("cpu{cpu} {}", if on { "online" } else { "offline" }),
-                    false,
-                    e.to_string(),
-                );
-                continue;
-            }
-            // Counted from the first status after the change: taking a CPU
-            // down stops every CPU for a while (stop_machine), long under
-            // TCG, and steps during the write still saw the old set.
-            let step0 = self.status().map_or(0, |s| s.step);
-            let now_online = online();
-            let want = now_online.clone();
-            let (s, took, ok) = self.wait_for(SETTLE, |s| {
-                s.online == want
-                    && s.groups.iter().all(|g| g.cpus.is_subset(&want))
-                    && (!on || s.groups.iter().any(|g| g.cpus.contains(cpu)))
-                    && matches!(placed(s, hog), Some((_, GroupKind::Dedicated, ref c)) if c.is_subset(&want))
-            });
-            let steps = s.as_ref().map_or(0, |s| s.step.saturating_sub(step0));
-            let label = format!("cpu{cpu} {}", if on { "online" } else { "offline" });
-            // Within one interval: the first step to start after the
-            // change (at most two steps after the status read after it,
-            // one of which may have been under way).
+        // Counted from the first status after the change: taking a CPU
+        // down stops every CPU for a while (stop_machine), long under
+        // TCG, and steps during the write still saw the old set.
+        let step0 = self.status().map_or(0, |s| s.step);
+        let now_online = online();
+        let want = now_online.clone();
+        let (s, took, ok) = self.wait_for(SETTLE, |s| {
+            s.online == want
+                && s.groups.iter().all(|g| g.cpus.is_subset(&want))
+                && (!on || s.groups.iter().any(|g| g.cpus.contains(cpu)))
+                && matches!(placed(s, hog), Some((_, GroupKind::Dedicated, ref c)) if c.is_subset(&want))
+        });
+        let steps = s.as_ref().map_or(0, |s| s.step.saturating_sub(step0));
+        let label = format!("cpu{cpu} {}", if on { "online" } else { "offline" });
+        // Within one interval: the first step to start after the
+        // change (at most two steps after the status read after it,
+        // one of which may have been under way).
+        self.check(
+            S,
+            &format!("{label}: the plan covers only the online CPUs within one interval"),
+            ok && steps <= 2,
+            format!(
+                "online {now_online}; plan updated after {:.0} ms, {steps} step(s) (interval {INTERVAL_MS} ms); groups {:?}",
+                took.as_secs_f64() * 1e3,
+                s.as_ref().map(|s| s.groups.iter().map(|g| format!("{}={}", g.name, g.cpus)).collect::<Vec<_>>())
+            ),
+        );
+        let dedicated_after = s.as_ref().and_then(|s| placed(s, hog)).map(|p| p.2);
+        if !on && dedicated_before.as_ref().is_some_and(|c| c.contains(cpu)) {
+            let ok = dedicated_after
+                .as_ref()
+                .is_some_and(|c| !c.contains(cpu) && !c.is_empty() && c.is_subset(&now_online));
+            moved.push(cpu);
             self.check(
                 S,
-                &format!("{label}: the plan covers only the online CPUs within one interval"),
-                ok && steps <= 2,
-                format!(
-                    "online {now_online}; plan updated after {:.0} ms, {steps} step(s) (interval {INTERVAL_MS} ms); groups {:?}",
-                    took.as_secs_f64() * 1e3,
-                    s.as_ref().map(|s| s.groups.iter().map(|g| format!("{}={}", g.name, g.cpus)).collect::<Vec<_>>())
-                ),
-            );
-            let dedicated_after = s.as_ref().and_then(|s| placed(s, hog)).map(|p| p.2);
-            if !on && dedicated_before.as_ref().is_some_and(|c| c.contains(cpu)) {
-                let ok = dedicated_after
-                    .as_ref()
-                    .is_some_and(|c| !c.contains(cpu) && !c.is_empty() && c.is_subset(&now_online));
-                moved.push(cpu);
-                self.check(
-                    S,
-                    &format!("{label}: the dedicated core moves off it"),
-                    ok,
-                    format!("hog's core {dedicated_before:?} -> {dedicated_after:?}"),
-                );
-            }
-            std::thread::sleep(Duration::from_millis(500));
-            let runs1: Vec<u64> = pids.iter().map(|&p| run_ns(p)).collect();
-            let stalled: Vec<u32> = pids
-                .iter()
-                .zip(runs0.iter().zip(&runs1))
-                .filter(|(_, (a, b))| b <= a)
-                .map(|(p, _)| *p)
-                .collect();
-            self.check(
-                S,
-                &format!("{label}: every managed thread keeps running"),
-                stalled.is_empty(),
-                format!(
-                    "CPU ms gained: {:?}",
-                    runs0
-                        .iter()
-                        .zip(&runs1)
-                        .map(|(a, b)| (b - a) / 1_000_000)
-                        .collect::<Vec<_>>()
-                ),
+                &format!("{label}: the dedicated core moves off it"),
+                ok,
+                format!("hog's core {dedicated_before:?} -> {dedicated_after:?}"),
             );
         }
-        stop.store(true, Ordering::SeqCst);
-        let _ = watcher.join();
-        let empties = empties.lock().unwrap().clone();
-        let samples = *samples.lock().unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let runs1: Vec<u64> = pids.iter().map(|&p| run_ns(p)).collect();
+        let stalled: Vec<u32> = pids
+            .iter()
+            .zip(runs0.iter().zip(&runs1))
+            .filter(|(_, (a, b))| b <= a)
+            .map(|(p, _)| *p)
+            .collect();
+        self.check(
+            S,
+            &format!("{label}: every managed thread keeps running"),
+            stalled.is_empty(),
+            format!(
+                "CPU ms gained: {:?}",
+                runs0
+                    .iter()
+                    .zip(&runs1)
+                    .map(|(a, b)| (b - a) / 1_000_000)
+                    .collect::<Vec<_>>()
+            ),
+        );
+    }
+
+    /// The checks over the whole hot-plug (no empty CPU set seen, the
+    /// dedicated core moved), then the daemon stopped and checked.
+    fn hotplug_end(&mut self, watcher: EmptyWatcher, moved: &[u32]) {
+        const S: &str = HOTPLUG;
+        let (empties, samples) = watcher.finish();
         self.check(
             S,
             "no group ever had an empty effective CPU set",

@@ -2,6 +2,7 @@
 //! (`corral lab work …`). Each measures itself with CLOCK_MONOTONIC and
 //! prints one JSON line when it ends.
 
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -547,15 +548,16 @@ pub struct InteractiveResult {
 /// `period` to an input-handler thread, which does `te` of CPU work per
 /// event. Before each event the dispatcher may call `before_event` with
 /// the handler's TID — the framework telling corral which thread handles
-/// the input. Response time is measured from the event's arrival at the
-/// dispatcher (before the boost call: the input waits for it) to the end
-/// of its work, on the monotonic clock.
+/// the input; a call that fails is counted, its first error kept, and the
+/// event delivered all the same. Response time is measured from the
+/// event's arrival at the dispatcher (before the boost call: the input
+/// waits for it) to the end of its work, on the monotonic clock.
 pub fn interactive(
     te: Duration,
     period: Duration,
     events: usize,
-    mut before_event: impl FnMut(u32) -> Result<(), String>,
-) -> Result<InteractiveResult, String> {
+    mut before_event: impl FnMut(u32) -> Result<()>,
+) -> Result<InteractiveResult> {
     use std::sync::mpsc;
     let (event_tx, event_rx) = mpsc::channel::<u64>();
     let (done_tx, done_rx) = mpsc::channel::<(u64, u64)>();
@@ -573,8 +575,8 @@ pub fn interactive(
                 }
             }
         })
-        .map_err(|e| e.to_string())?;
-    let handler_tid = tid_rx.recv().map_err(|e| e.to_string())?;
+        .map_err(Error::spawn("the input-handler thread"))?;
+    let handler_tid = tid_rx.recv().map_err(handler_ended)?;
     let mut out = InteractiveResult {
         handler_tid,
         te_ns,
@@ -591,11 +593,11 @@ pub fn interactive(
         // A failed boost must not stop the input: record it and go on.
         if let Err(e) = before_event(handler_tid) {
             out.boost_errors += 1;
-            out.first_boost_error.get_or_insert(e);
+            out.first_boost_error.get_or_insert(e.to_string());
         }
         out.boost_call_ns.push(mono_ns() - t);
-        event_tx.send(t).map_err(|e| e.to_string())?;
-        let (sent, done) = done_rx.recv().map_err(|e| e.to_string())?;
+        event_tx.send(t).map_err(handler_ended)?;
+        let (sent, done) = done_rx.recv().map_err(handler_ended)?;
         out.response_ns.push(done - sent);
         next += period.as_nanos() as u64;
         let now = mono_ns();
@@ -606,6 +608,11 @@ pub fn interactive(
     drop(event_tx);
     let _ = handler.join();
     Ok(out)
+}
+
+/// The input handler ended before the last event was handled.
+fn handler_ended(e: impl std::fmt::Display) -> Error {
+    Error::Measurement(format!("the input-handler thread ended early: {e}"))
 }
 
 /// What [`clients`] got: connections the daemon kept, and refused.
@@ -620,20 +627,22 @@ pub struct ClientsResult {
 /// (root may become anyone), prints how many were kept and refused as
 /// one JSON line, and holds them until killed: one user's idle clients,
 /// as issue 14 found them locking everybody out.
-pub fn clients(socket: &std::path::Path, count: usize, uid: Option<u32>) -> Result<(), String> {
+pub fn clients(socket: &std::path::Path, count: usize, uid: Option<u32>) -> Result<()> {
     use std::io::Read;
     if let Some(uid) = uid {
         let u = rustix::process::Uid::from_raw(uid);
         let g = rustix::process::Gid::from_raw(uid);
-        rustix::thread::set_thread_groups(&[]).map_err(|e| format!("setgroups: {e}"))?;
-        rustix::thread::set_thread_gid(g).map_err(|e| format!("setgid {uid}: {e}"))?;
-        rustix::thread::set_thread_uid(u).map_err(|e| format!("setuid {uid}: {e}"))?;
+        let refused =
+            |call: String| move |e: rustix::io::Errno| Error::Environment(format!("{call}: {e}"));
+        rustix::thread::set_thread_groups(&[]).map_err(refused("setgroups".into()))?;
+        rustix::thread::set_thread_gid(g).map_err(refused(format!("setgid {uid}")))?;
+        rustix::thread::set_thread_uid(u).map_err(refused(format!("setuid {uid}")))?;
     }
     let mut streams = Vec::new();
     for _ in 0..count {
         match std::os::unix::net::UnixStream::connect(socket) {
             Ok(s) => streams.push(s),
-            Err(e) => return Err(format!("{}: {e}", socket.display())),
+            Err(e) => return Err(Error::io(socket)(e)),
         }
     }
     // A refused connection gets one error line and is closed at once.

@@ -21,8 +21,10 @@ pub enum Error {
     Invalid(String),
     /// A workload's task the model refuses as written (its policy,
     /// priority or group).
-    #[error("task {task:?}: {source}")]
-    Task { task: String, source: Box<Error> },
+    /// (The cause is a field, not a chained `source()`: the message holds
+    /// it once, and the CLI's `{:#}` would print a chained one again.)
+    #[error("task {task:?}: {error}")]
+    Task { task: String, error: Box<Error> },
     /// The daemon's loop on the simulated host stopped on a change the
     /// machine refused.
     #[error(transparent)]
@@ -43,3 +45,24 @@ impl Error {
 
 /// The simulator's results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_is_said_once_and_not_chained() {
+        let e = Error::Task {
+            task: "hog".into(),
+            error: Box::new(Error::unsupported(
+                "linux24",
+                "no group scheduling (taskgroup \"/bg\")",
+            )),
+        };
+        assert_eq!(
+            e.to_string(),
+            "task \"hog\": linux24: no group scheduling (taskgroup \"/bg\")"
+        );
+        assert!(std::error::Error::source(&e).is_none());
+    }
+}

@@ -104,11 +104,14 @@ fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 /// Runs an experiment `runs` times, saying which run is under way.
-fn repeat<R>(runs: u32, mut f: impl FnMut() -> Result<R, String>) -> anyhow::Result<Vec<R>> {
+fn repeat<R>(
+    runs: u32,
+    mut f: impl FnMut() -> corral_lab::error::Result<R>,
+) -> anyhow::Result<Vec<R>> {
     (1..=runs)
         .map(|i| {
             progress(&format!("run {i} of {runs}"));
-            f().map_err(anyhow::Error::msg)
+            Ok(f()?)
         })
         .collect()
 }
@@ -125,7 +128,7 @@ pub fn latency(paths: &HostPaths, args: &LatencyArgs) -> anyhow::Result<ExitCode
         config,
         ..Default::default()
     };
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let reports = repeat(args.daemon.runs, || {
         latency::run(&exe, paths, &layout, &opts, progress)
     })?;
@@ -207,7 +210,7 @@ pub fn heavy(paths: &HostPaths, args: &HeavyArgs) -> anyhow::Result<ExitCode> {
         config,
         ..Default::default()
     };
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let reports = repeat(args.daemon.runs, || {
         heavy::run(&exe, paths, &layout, &opts, progress)
     })?;
@@ -365,16 +368,14 @@ pub fn work(w: WorkCommand) -> anyhow::Result<ExitCode> {
                 events,
                 |tid| match &boost_socket {
                     None => Ok(()),
-                    Some(sock) => corral_daemon::server::boost(sock, tid, boost_max_ms),
+                    Some(sock) => corral_daemon::server::boost(sock, tid, boost_max_ms)
+                        .map_err(corral_lab::error::Error::Daemon),
                 },
-            )
-            .map_err(anyhow::Error::msg)?;
+            )?;
             println!("{}", serde_json::to_string(&r)?);
         }
         WorkCommand::Bench { ops } => println!("{}", serde_json::to_string(&work::bench(ops))?),
-        WorkCommand::Clients { socket, count, uid } => {
-            work::clients(&socket, count, uid).map_err(anyhow::Error::msg)?
-        }
+        WorkCommand::Clients { socket, count, uid } => work::clients(&socket, count, uid)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -393,9 +394,8 @@ pub fn overhead(paths: &HostPaths, args: &OverheadArgs) -> anyhow::Result<ExitCo
         seconds: args.seconds,
         interval_ms: args.interval,
     };
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let r =
-        corral_lab::overhead::run(&exe, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
+    let r = corral_lab::overhead::run(&exe, &layout, &opts, progress)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
@@ -422,7 +422,7 @@ pub fn interactive(paths: &HostPaths, args: &InteractiveArgs) -> anyhow::Result<
         config,
         ..Default::default()
     };
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let reports = repeat(args.daemon.runs, || {
         corral_lab::interactive::run(&exe, paths, &layout, &opts, progress)
     })?;
@@ -497,9 +497,8 @@ pub fn boost_latency(
         json,
     };
     let (_, layout) = lab_setup(paths, &d)?;
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let r = corral_lab::boost_bench::run(&exe, paths, &layout, requests, gap_ms, progress)
-        .map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
+    let r = corral_lab::boost_bench::run(&exe, paths, &layout, requests, gap_ms, progress)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
@@ -548,8 +547,8 @@ fn lab_layout(paths: &HostPaths, json: bool) -> anyhow::Result<Layout> {
 pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
     use corral_lab::real;
     let layout = lab_layout(paths, args.json)?;
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
-    let cargo = real::find_cargo().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
+    let cargo = real::find_cargo()?;
     for tool in ["cyclictest"]
         .into_iter()
         .chain(args.stress.then_some("stress-ng"))
@@ -576,7 +575,7 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
         cargo,
         stop: stop_flag()?,
     };
-    let r = real::run(&exe, paths, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
+    let r = real::run(&exe, paths, &layout, &opts, progress)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
@@ -702,13 +701,13 @@ fn on_path(tool: &str) -> bool {
 pub fn reaction(paths: &HostPaths, args: &ReactionArgs) -> anyhow::Result<ExitCode> {
     use corral_lab::reaction;
     let layout = lab_layout(paths, args.json)?;
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let opts = reaction::Options {
         runs: args.runs,
         config: args.config.clone(),
         stop: stop_flag()?,
     };
-    let r = reaction::run(&exe, &layout, &opts, progress).map_err(anyhow::Error::msg)?;
+    let r = reaction::run(&exe, &layout, &opts, progress)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
@@ -774,7 +773,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         "--seconds must be a whole number from 3 to 600 (rt-app's duration is in seconds), not {}",
         args.seconds
     );
-    let env = validate::check_environment(paths).map_err(anyhow::Error::msg)?;
+    let env = validate::check_environment(paths)?;
     // Ctrl-C stops rt-app and removes the groups.
     let stop = stop_flag()?;
     let opts = validate::Options {
@@ -786,7 +785,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         procfs: paths.procfs.clone(),
         stop,
     };
-    let r = validate::run(&opts, progress).map_err(anyhow::Error::msg)?;
+    let r = validate::run(&opts, progress)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
@@ -948,7 +947,7 @@ pub fn flood(args: &crate::args::FloodArgs) -> anyhow::Result<ExitCode> {
         rustix::process::geteuid().is_root(),
         "corral lab flood starts the daemon and becomes another user: run it as root"
     );
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let stop = stop_flag()?;
     let r = flood::run(
         &exe,
@@ -959,8 +958,7 @@ pub fn flood(args: &crate::args::FloodArgs) -> anyhow::Result<ExitCode> {
             stop: &stop,
         },
         progress,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
@@ -988,7 +986,7 @@ pub fn flood(args: &crate::args::FloodArgs) -> anyhow::Result<ExitCode> {
 pub fn crash(paths: &HostPaths, args: &crate::args::CrashArgs) -> anyhow::Result<ExitCode> {
     use corral_lab::crash;
     let layout = lab_layout(paths, args.json)?;
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let stop = stop_flag()?;
     let r = crash::run(
         &exe,
@@ -1001,8 +999,7 @@ pub fn crash(paths: &HostPaths, args: &crate::args::CrashArgs) -> anyhow::Result
             stop: &stop,
         },
         progress,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     let clean = r.failures == 0 && r.groups_left == 0 && r.records_left == 0 && r.differed == 0;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -1025,7 +1022,7 @@ pub fn crash(paths: &HostPaths, args: &crate::args::CrashArgs) -> anyhow::Result
 pub fn starve(paths: &HostPaths, args: &crate::args::StarveArgs) -> anyhow::Result<ExitCode> {
     use corral_lab::starve;
     let layout = lab_layout(paths, args.json)?;
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let stop = stop_flag()?;
     let r = starve::run(
         &exe,
@@ -1036,8 +1033,7 @@ pub fn starve(paths: &HostPaths, args: &crate::args::StarveArgs) -> anyhow::Resu
             stop: &stop,
         },
         progress,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
@@ -1099,7 +1095,7 @@ pub fn medium(paths: &HostPaths, args: &crate::args::MediumArgs) -> anyhow::Resu
         args.run_ms
     );
     let layout = lab_layout(paths, args.json)?;
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let stop = stop_flag()?;
     let r = medium::run(
         &exe,
@@ -1112,8 +1108,7 @@ pub fn medium(paths: &HostPaths, args: &crate::args::MediumArgs) -> anyhow::Resu
             stop: &stop,
         },
         progress,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     let held = r
         .variants
         .iter()
@@ -1164,7 +1159,7 @@ pub fn soak(paths: &HostPaths, args: &crate::args::SoakArgs) -> anyhow::Result<E
         args.minutes
     );
     let layout = lab_layout(paths, args.json)?;
-    let exe = latency::self_exe().map_err(anyhow::Error::msg)?;
+    let exe = latency::self_exe()?;
     let stop = stop_flag()?;
     let r = soak::run(
         &exe,
@@ -1176,8 +1171,7 @@ pub fn soak(paths: &HostPaths, args: &crate::args::SoakArgs) -> anyhow::Result<E
             stop: &stop,
         },
         progress,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

@@ -572,7 +572,7 @@ impl<K: SchedClass> Machine<K> {
             }
             let refused = |e| Error::Task {
                 task: t.name.to_string(),
-                source: Box::new(e),
+                error: Box::new(e),
             };
             for instance in 0..t.instances {
                 let id = tasks.len();

@@ -35,10 +35,79 @@
 //! a class or exclude a thread; the first match wins.
 
 pub use crate::class::Class;
-use crate::config::{ClassifyConfig, Rule};
 use crate::sample::{ThreadSample, ThreadStats};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
+
+/// `[classify.latency_critical]`: latency-critical by behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LatencyConfig {
+    pub enabled: bool,
+    pub max_util: f64,
+    pub min_wakeups_per_s: f64,
+    pub max_run_per_wakeup_ms: f64,
+    pub max_rate_cv: f64,
+    pub intervals: u32,
+}
+
+impl Default for LatencyConfig {
+    fn default() -> Self {
+        LatencyConfig {
+            enabled: true,
+            max_util: 0.30,
+            min_wakeups_per_s: 10.0,
+            max_run_per_wakeup_ms: 8.0,
+            max_rate_cv: 0.30,
+            intervals: 3,
+        }
+    }
+}
+
+/// `[classify]`: the classes' thresholds (see `default.toml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClassifyConfig {
+    pub heavy: f64,
+    pub medium: f64,
+    pub hysteresis: f64,
+    pub peak_half_life_s: f64,
+    /// How long a young thread is watched before it gets a class.
+    pub young_min_ms: u64,
+    pub latency_critical: LatencyConfig,
+}
+
+impl Default for ClassifyConfig {
+    fn default() -> Self {
+        ClassifyConfig {
+            heavy: 0.50,
+            medium: 0.30,
+            hysteresis: 0.05,
+            peak_half_life_s: 10.0,
+            young_min_ms: 200,
+            latency_critical: LatencyConfig::default(),
+        }
+    }
+}
+
+/// One rule: every given matcher must match; then the thread gets `class`,
+/// or is left alone when `exclude` is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<Class>,
+    #[serde(default)]
+    pub exclude: bool,
+}
 
 /// Why a thread is not managed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,7 +7,8 @@
 //! embedded in the binary ([`DEFAULT_TOML`]); a test pins that
 //! [`Config::default`] equals it.
 
-use crate::class::Class;
+use crate::classify::{ClassifyConfig, Rule};
+use crate::plan::PlanConfig;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -82,95 +83,6 @@ impl Default for DaemonConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct LatencyConfig {
-    pub enabled: bool,
-    pub max_util: f64,
-    pub min_wakeups_per_s: f64,
-    pub max_run_per_wakeup_ms: f64,
-    pub max_rate_cv: f64,
-    pub intervals: u32,
-}
-
-impl Default for LatencyConfig {
-    fn default() -> Self {
-        LatencyConfig {
-            enabled: true,
-            max_util: 0.30,
-            min_wakeups_per_s: 10.0,
-            max_run_per_wakeup_ms: 8.0,
-            max_rate_cv: 0.30,
-            intervals: 3,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ClassifyConfig {
-    pub heavy: f64,
-    pub medium: f64,
-    pub hysteresis: f64,
-    pub peak_half_life_s: f64,
-    /// How long a young thread is watched before it gets a class.
-    pub young_min_ms: u64,
-    pub latency_critical: LatencyConfig,
-}
-
-impl Default for ClassifyConfig {
-    fn default() -> Self {
-        ClassifyConfig {
-            heavy: 0.50,
-            medium: 0.30,
-            hysteresis: 0.05,
-            peak_half_life_s: 10.0,
-            young_min_ms: 200,
-            latency_critical: LatencyConfig::default(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PlanConfig {
-    pub dedicated_cores: bool,
-    /// Whether the other groups leave a dedicated CPU (cpuset) or only
-    /// yield it by weight (work-conserving).
-    pub dedicated_exclusive: bool,
-    pub dedicated_shares: u64,
-    pub shared_shares: u64,
-    pub latency_shares: u64,
-    pub medium_min_cpu: f64,
-    pub latency_slice_us: u64,
-    pub boost_evict: bool,
-    pub boost_nice: i32,
-    pub boost_slice_us: u64,
-    /// Set by `corral run` on the per-thread backend (a systemd host), not
-    /// read from a file: groups have no weight there, so the medium
-    /// guarantee goes by its members' nice ([`crate::share::medium_nice`]).
-    #[serde(skip)]
-    pub per_thread: bool,
-}
-
-impl Default for PlanConfig {
-    fn default() -> Self {
-        PlanConfig {
-            dedicated_cores: true,
-            dedicated_exclusive: false,
-            dedicated_shares: 10240,
-            shared_shares: 1024,
-            latency_shares: 10240,
-            medium_min_cpu: 0.5,
-            latency_slice_us: 300,
-            boost_evict: true,
-            boost_nice: -20,
-            boost_slice_us: 100,
-            per_thread: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
 pub struct BoostConfig {
     pub default_max_ms: u64,
     pub max_ms_limit: u64,
@@ -223,25 +135,6 @@ impl Default for GuardConfig {
 pub struct MetricsConfig {
     /// `ADDRESS:PORT` to serve `GET /metrics` on; empty: off.
     pub listen: String,
-}
-
-/// One rule: every given matcher must match; then the thread gets `class`,
-/// or is left alone when `exclude` is set.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exe: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cgroup: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub class: Option<Class>,
-    #[serde(default)]
-    pub exclude: bool,
 }
 
 /// The whole configuration.
@@ -636,6 +529,7 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::class::Class;
 
     #[test]
     fn embedded_defaults_equal_default() {

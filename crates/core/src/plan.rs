@@ -26,12 +26,53 @@
 //! plan.
 
 use crate::classify::Class;
-use crate::config::PlanConfig;
 use crate::cpuset::CpuSet;
 use crate::share::{medium_group_shares, medium_nice};
 use crate::topology::{CoreType, Topology, CAPACITY_SCALE};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// `[plan]`: groups, weights, slices and the boost's levers (see
+/// `default.toml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanConfig {
+    pub dedicated_cores: bool,
+    /// Whether the other groups leave a dedicated CPU (cpuset) or only
+    /// yield it by weight (work-conserving).
+    pub dedicated_exclusive: bool,
+    pub dedicated_shares: u64,
+    pub shared_shares: u64,
+    pub latency_shares: u64,
+    pub medium_min_cpu: f64,
+    pub latency_slice_us: u64,
+    pub boost_evict: bool,
+    pub boost_nice: i32,
+    pub boost_slice_us: u64,
+    /// Set by `corral run` on the per-thread backend (a systemd host), not
+    /// read from a file: groups have no weight there, so the medium
+    /// guarantee goes by its members' nice ([`crate::share::medium_nice`]).
+    #[serde(skip)]
+    pub per_thread: bool,
+}
+
+impl Default for PlanConfig {
+    fn default() -> Self {
+        PlanConfig {
+            dedicated_cores: true,
+            dedicated_exclusive: false,
+            dedicated_shares: 10240,
+            shared_shares: 1024,
+            latency_shares: 10240,
+            medium_min_cpu: 0.5,
+            latency_slice_us: 300,
+            boost_evict: true,
+            boost_nice: -20,
+            boost_slice_us: 100,
+            per_thread: false,
+        }
+    }
+}
 
 /// Name of the group of heavy threads' cores: `dedicated-cpuN`.
 pub fn dedicated_name(cpu: u32) -> String {

@@ -26,8 +26,83 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         "debug" => log::Level::Debug,
         _ => log::Level::Info,
     });
-    // `--config`, else /etc/corral/corral.toml when it exists, else the
-    // built-in defaults; said at start and in `status`.
+    let (mut config, config_file) = configure(args)?;
+    let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
+    let layout = match choose_layout(paths, args, &mut config, &mounts)? {
+        Ok(layout) => layout,
+        Err(code) => return Ok(code),
+    };
+    if let Some(scx) = corral_linux::system::sched_ext_scheduler(&paths.sysfs) {
+        log::warning(&format!(
+            "the sched_ext scheduler {scx:?} is loaded: it, not the fair class, \
+             decides who runs, and it ignores cgroup weights, nice values and EEVDF slices; \
+             corral's placements keep only their CPU sets"
+        ));
+    }
+    let scope = scope(args, &layout, &mounts)?;
+    raise_nofile_limit();
+    let host = host(paths, args, &mounts, scope, layout, &config)?;
+    let interval = Duration::from_millis(config.daemon.interval_ms);
+    let notifier = notifier(interval)?;
+    let socket_path = config.daemon.socket.clone();
+    let metrics_listen = config.metrics.listen.clone();
+    let dbus = config.daemon.dbus;
+    let mut daemon = Daemon::new(host, config).context("cannot read the topology")?;
+
+    let (tx, mut inbox) = server::channel().context("cannot set up the event loop")?;
+    let _socket = if socket_path == "none" || socket_path.is_empty() {
+        None
+    } else {
+        Some(
+            server::listen(std::path::Path::new(&socket_path), &mut inbox)
+                .with_context(|| format!("cannot listen on {socket_path}"))?,
+        )
+    };
+    if dbus {
+        serve_bus(tx.clone())?;
+    }
+    if !metrics_listen.is_empty() {
+        let at = corral_daemon::http::serve(&metrics_listen, tx.clone())
+            .with_context(|| format!("metrics.listen: cannot listen on {metrics_listen}"))?;
+        log::info(&format!("metrics at http://{at}/metrics"));
+    }
+    stop_on_signals_and_panics(&tx)?;
+    // With --scope-pid, the daemon ends when everything it was started for
+    // has: every named process gone and no thread left in scope.
+    let scope_tx = tx.clone();
+    drop(tx);
+
+    let scope_text = scope_text(args);
+    let config_text = config_file.as_ref().map(|f| f.display().to_string());
+    daemon.set_origin(config_text.clone(), scope_text.clone());
+    log::info(&format!(
+        "managing {scope_text} every {} ms on {}{}; configuration: {}",
+        interval.as_millis(),
+        daemon.host().describe(),
+        if socket_path == "none" {
+            String::new()
+        } else {
+            format!(", socket {socket_path}")
+        },
+        config_text.as_deref().unwrap_or("the built-in defaults")
+    ));
+    serve(
+        paths,
+        args,
+        &mut daemon,
+        &mut inbox,
+        interval,
+        notifier,
+        scope_tx,
+    )
+}
+
+/// The configuration in force: `--config`, else /etc/corral/corral.toml
+/// when it exists, else the built-in defaults (said at start and in
+/// `status`), with the command line's overrides; and which file it came
+/// from. Refuses what cannot run (no root without --dry-run, a group name
+/// outside corral's).
+fn configure(args: &RunArgs) -> anyhow::Result<(corral_core::config::Config, Option<PathBuf>)> {
     let config_file = args.config.clone().or_else(|| {
         let etc = std::path::Path::new(super::ETC_CONFIG);
         etc.exists().then(|| etc.to_path_buf())
@@ -78,9 +153,20 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    Ok((config, config_file))
+}
 
-    let mounts = CgroupMounts::discover(paths).context("cannot read the cgroup mounts")?;
-    let mut layout = Layout::choose(&mounts, config.daemon.cgroup).map_err(anyhow::Error::msg)?;
+/// The cgroup layout: as configured, or, on a systemd host's v2 tree,
+/// each thread's own levers (refused when v2 groups were asked for by
+/// name: `Err` with the exit code); the per-thread backend's plan
+/// settings.
+fn choose_layout(
+    paths: &HostPaths,
+    args: &RunArgs,
+    config: &mut corral_core::config::Config,
+    mounts: &CgroupMounts,
+) -> anyhow::Result<Result<Layout, ExitCode>> {
+    let mut layout = Layout::choose(mounts, config.daemon.cgroup).map_err(anyhow::Error::msg)?;
     // On a systemd host's v2 tree, corral's v2 groups would take services'
     // processes out of their units (ARCHITECTURE.md, "On a systemd
     // host"): corral places through each thread's own levers instead, or
@@ -101,7 +187,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                        use --cgroup threads (or auto) to place through each thread's own levers; \
                        see ARCHITECTURE.md, \"On a systemd host\"";
             if let Some(code) = refuse(why, args.dry_run) {
-                return Ok(code);
+                return Ok(Err(code));
             }
         }
     }
@@ -116,17 +202,16 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     if let Err(why) = layout.check() {
         if let Some(code) = refuse(&why, args.dry_run) {
-            return Ok(code);
+            return Ok(Err(code));
         }
     }
-    if let Some(scx) = corral_linux::system::sched_ext_scheduler(&paths.sysfs) {
-        log::warning(&format!(
-            "the sched_ext scheduler {scx:?} is loaded: it, not the fair class, \
-             decides who runs, and it ignores cgroup weights, nice values and EEVDF slices; \
-             corral's placements keep only their CPU sets"
-        ));
-    }
-    let cpu_mount = match &layout {
+    Ok(Ok(layout))
+}
+
+/// The threads the daemon manages: all, a process tree, or cgroup subtrees
+/// (found under the v2 hierarchy).
+fn scope(args: &RunArgs, layout: &Layout, mounts: &CgroupMounts) -> anyhow::Result<Scope> {
+    let cpu_mount = match layout {
         Layout::V1 { cpu, .. } => Some(cpu.clone()),
         Layout::V2 { unified } => Some(unified.clone()),
         Layout::Threads => mounts
@@ -135,7 +220,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             .filter(|h| h.root == "/")
             .map(|h| h.dir.clone()),
     };
-    let scope = match (&args.scope_pid[..], &args.scope_cgroup[..]) {
+    Ok(match (&args.scope_pid[..], &args.scope_cgroup[..]) {
         ([], []) => Scope::All,
         (pids, []) => Scope::Pids(pids.to_vec()),
         ([], cgroups) => Scope::Cgroups(
@@ -158,9 +243,20 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 .collect::<anyhow::Result<Vec<PathBuf>>>()?,
         ),
         _ => bail!("give either --scope-pid or --scope-cgroup, not both"),
-    };
-    raise_nofile_limit();
+    })
+}
 
+/// The live host: a killed daemon's leftovers undone and its record taken
+/// over (not in a dry run), the scope's roots checked, the process
+/// connector listened to.
+fn host(
+    paths: &HostPaths,
+    args: &RunArgs,
+    mounts: &CgroupMounts,
+    scope: Scope,
+    layout: Layout,
+    config: &corral_core::config::Config,
+) -> anyhow::Result<LinuxHost> {
     let mut host = LinuxHost::new(paths.clone(), scope, layout, &args.group_name, args.dry_run)
         .context("cannot set up the host")?;
     if !args.dry_run {
@@ -169,7 +265,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
         let file = corral_linux::state::path_for(&args.state_dir, &args.group_name);
         if let Some(found) = undo_other_layout(
             paths,
-            &mounts,
+            mounts,
             &file,
             &args.group_name,
             host.placer_mut().layout(),
@@ -199,9 +295,13 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    let interval = Duration::from_millis(config.daemon.interval_ms);
-    // Started by systemd as a Type=notify service: READY=1 after the first
-    // step, WATCHDOG=1 from every step.
+    Ok(host)
+}
+
+/// Started by systemd as a Type=notify service: READY=1 after the first
+/// step, WATCHDOG=1 from every step; a WatchdogSec= too short for the
+/// interval is refused.
+fn notifier(interval: Duration) -> anyhow::Result<Option<corral_linux::notify::Notifier>> {
     let notifier = corral_linux::notify::Notifier::from_env().unwrap_or_else(|e| {
         log::warning(&format!(
             "cannot use $NOTIFY_SOCKET ({e}): systemd will not hear from corral"
@@ -218,20 +318,11 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             interval.as_millis()
         );
     }
-    let socket_path = config.daemon.socket.clone();
-    let metrics_listen = config.metrics.listen.clone();
-    let dbus = config.daemon.dbus;
-    let mut daemon = Daemon::new(host, config).context("cannot read the topology")?;
+    Ok(notifier)
+}
 
-    let (tx, mut inbox) = server::channel().context("cannot set up the event loop")?;
-    let _socket = if socket_path == "none" || socket_path.is_empty() {
-        None
-    } else {
-        Some(
-            server::listen(std::path::Path::new(&socket_path), &mut inbox)
-                .with_context(|| format!("cannot listen on {socket_path}"))?,
-        )
-    };
+/// `org.corral.Daemon1` on the system bus, if there is one.
+fn serve_bus(tx: server::MsgSender) -> anyhow::Result<()> {
     // The bus from a thread of its own, which then holds the connection
     // until the daemon ends: a bus that is slow or never answers (a
     // policy that drops replies) must not hold the daemon's start up.
@@ -239,13 +330,13 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // above debug.
     let bus_here = std::env::var_os("DBUS_SYSTEM_BUS_ADDRESS").is_some()
         || std::path::Path::new("/run/dbus/system_bus_socket").exists();
-    if dbus && !bus_here {
+    if !bus_here {
         log::debug(
             "D-Bus: no system bus (/run/dbus/system_bus_socket); boosts only through the socket",
         );
     }
-    if dbus && bus_here {
-        let bus_tx = tx.clone();
+    if bus_here {
+        let bus_tx = tx;
         std::thread::Builder::new()
             .name("corral-dbus".into())
             .spawn(move || match corral_daemon::bus::serve(bus_tx) {
@@ -264,13 +355,13 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 )),
             })?;
     }
-    if !metrics_listen.is_empty() {
-        let at = corral_daemon::http::serve(&metrics_listen, tx.clone())
-            .with_context(|| format!("metrics.listen: cannot listen on {metrics_listen}"))?;
-        log::info(&format!("metrics at http://{at}/metrics"));
-    }
-    // SIGTERM, SIGINT and SIGHUP (a closed terminal, a dropped ssh
-    // session) all end the daemon cleanly: every thread back, groups gone.
+    Ok(())
+}
+
+/// SIGTERM, SIGINT and SIGHUP (a closed terminal, a dropped ssh session),
+/// and a panic in any thread, stop the loop, which then puts everything
+/// back.
+fn stop_on_signals_and_panics(tx: &server::MsgSender) -> anyhow::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -300,31 +391,31 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
             let _ = t.send(Msg::Stop(format!("a panic ({info})")));
         }
     }));
-    // With --scope-pid, the daemon ends when everything it was started for
-    // has: every named process gone and no thread left in scope.
-    let scope_tx = tx.clone();
-    drop(tx);
+    Ok(())
+}
 
-    let scope_text = match (&args.scope_pid[..], &args.scope_cgroup[..]) {
+/// What the daemon manages, in words.
+fn scope_text(args: &RunArgs) -> String {
+    match (&args.scope_pid[..], &args.scope_cgroup[..]) {
         ([], []) => "every user thread".to_string(),
         ([p], []) => format!("process {p} and its descendants"),
         (p, []) => format!("processes {} and their descendants", list(p)),
         (_, [c]) => format!("threads under {c}"),
         (_, c) => format!("threads under {}", list(c)),
-    };
-    let config_text = config_file.as_ref().map(|f| f.display().to_string());
-    daemon.set_origin(config_text.clone(), scope_text.clone());
-    log::info(&format!(
-        "managing {scope_text} every {} ms on {}{}; configuration: {}",
-        interval.as_millis(),
-        daemon.host().describe(),
-        if socket_path == "none" {
-            String::new()
-        } else {
-            format!(", socket {socket_path}")
-        },
-        config_text.as_deref().unwrap_or("the built-in defaults")
-    ));
+    }
+}
+
+/// The control loop until it stops, then every thread put back: the step
+/// log, the end of the scope, systemd's notifications.
+fn serve(
+    paths: &HostPaths,
+    args: &RunArgs,
+    daemon: &mut Daemon<LinuxHost>,
+    inbox: &mut server::Inbox,
+    interval: Duration,
+    notifier: Option<corral_linux::notify::Notifier>,
+    scope_tx: server::MsgSender,
+) -> anyhow::Result<ExitCode> {
     let dry_run = args.dry_run;
     // With --once, one step must already have rates: take a first sample,
     // wait an interval, then run the real step.
@@ -336,7 +427,7 @@ pub fn run(paths: &HostPaths, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let roots = args.scope_pid.clone();
     let procfs = paths.procfs.clone();
     let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        server::run(&mut daemon, &mut inbox, interval, args.once, |report, d| {
+        server::run(daemon, inbox, interval, args.once, |report, d| {
             log_step(report, d, dry_run);
             if !roots.is_empty()
                 && !scope_ended

@@ -554,6 +554,30 @@ pub fn run() -> Vec<Check> {
         .trim()
         .to_string();
 
+    verify_and_refuse(&mut c);
+    if !hogs_in_units(&mut c, &skip, &online) {
+        return c.0;
+    }
+    if !paper_002(&mut c, &skip) {
+        return c.0;
+    }
+    paper_000(&mut c);
+    medium(&mut c);
+    paper_001(&mut c);
+
+    let (same, said) = unchanged(&before, &skip);
+    c.check(
+        "after all, no cgroup attribute outside the units' own changed",
+        same,
+        said,
+    );
+    package(&mut c);
+    c.0
+}
+
+/// The unit file passes `systemd-analyze verify`; v2 groups asked for by
+/// name are refused (exit 78), nothing written.
+fn verify_and_refuse(c: &mut Checks) {
     let (ok, out) = output(
         "systemd-analyze",
         &["verify", &format!("/lib/systemd/system/{UNIT}")],
@@ -564,7 +588,6 @@ pub fn run() -> Vec<Check> {
         format!("{out:?}"),
     );
 
-    // v2 groups asked for by name: refused (exit 78), nothing written.
     let (code, said) = run_for(
         "/usr/bin/corral",
         &["run", "--cgroup", "v2", "--socket", "none"],
@@ -575,7 +598,14 @@ pub fn run() -> Vec<Check> {
         code == Some(78) && said.contains("systemd runs this host and owns its cgroup v2 tree"),
         format!("exit {code:?}: {:?}", said.trim()),
     );
+}
 
+/// Two CPU hogs, each a unit of its own, and corral.service as shipped:
+/// active through READY=1, its journal, each hog on a CPU of its own in
+/// its unit, nothing else changed; killed and started again by systemd;
+/// a managed unit stopped; corral stopped. False when the units do not
+/// start.
+fn hogs_in_units(c: &mut Checks, skip: &[String], online: &str) -> bool {
     // The workload: two CPU hogs, each a unit of its own.
     let mut pids = Vec::new();
     for unit in HOGS {
@@ -586,7 +616,7 @@ pub fn run() -> Vec<Check> {
         let pid = unit_prop(unit, "MainPID");
         if !ok || pid == "0" {
             c.check("the test units start", false, format!("{unit}: {out:?}"));
-            return c.0;
+            return false;
         }
         pids.push(pid);
     }
@@ -604,7 +634,7 @@ pub fn run() -> Vec<Check> {
 
     // What the units' start changed (systemd's doing) is the baseline of
     // the check while corral runs.
-    let base = snapshot(&skip);
+    let base = snapshot(skip);
 
     // corral.service as shipped.
     let (started, out) = systemctl(&["start", UNIT]);
@@ -657,13 +687,21 @@ pub fn run() -> Vec<Check> {
         inside,
         said,
     );
-    let (same, said) = unchanged(&base, &skip);
+    let (same, said) = unchanged(&base, skip);
     c.check(
         "while corral manages, no cgroup attribute outside the units' own changed",
         same,
         said,
     );
 
+    restart_and_stop(c, &pids, online);
+    true
+}
+
+/// corral.service killed and started again by systemd (the new daemon
+/// puts back what the killed one did, then places again); a managed unit
+/// stopped; corral stopped, the other hog's affinity back in its unit.
+fn restart_and_stop(c: &mut Checks, pids: &[String], online: &str) {
     // Killed, started again by systemd: the new daemon puts back what the
     // killed one did (its record), then places again.
     let pid0 = prop("MainPID");
@@ -677,7 +715,7 @@ pub fn run() -> Vec<Check> {
         std::fs::read_to_string("/run/corral/corral.json")
             .is_ok_and(|r| r.contains(&format!("\"daemon_pid\":{pid1},")))
     });
-    let apart_again = wait_until(Duration::from_secs(120), || hogs_apart(&pids));
+    let apart_again = wait_until(Duration::from_secs(120), || hogs_apart(pids));
     c.check(
         "after systemctl kill -s KILL, systemd starts it again; it takes the record over and places again",
         restarted && took_over && apart_again,
@@ -728,7 +766,13 @@ pub fn run() -> Vec<Check> {
         stopped && gone,
         format!("stop {}: {out:?}; PID {} gone: {gone}", HOGS[1], pids[1]),
     );
+}
 
+/// Paper 002's case: a periodic thread in a unit of low weight beside a
+/// unit that keeps every CPU busy, without and with corral; then the lift
+/// through systemd, kept over a kill and restart, undone at the stop.
+/// False when the load unit does not start.
+fn paper_002(c: &mut Checks, skip: &[String]) -> bool {
     // Paper 002's case: a periodic thread in a unit of low weight beside
     // a unit that keeps every CPU busy; first without corral, then with.
     let (ok, out) = output(
@@ -747,7 +791,7 @@ pub fn run() -> Vec<Check> {
     );
     if !ok {
         c.check("the load unit starts", false, out);
-        return c.0;
+        return false;
     }
     // Runs alternate, without and with corral, and their frames are
     // pooled: one 10-s run a side under TCG is noisy (missed 25 % -> 9 %,
@@ -764,7 +808,7 @@ pub fn run() -> Vec<Check> {
     for pair in 0..TICK_PAIRS {
         let (base_fig, _, base_said) = measure_tick(false);
         if pair == 0 {
-            load_base = snapshot(&skip);
+            load_base = snapshot(skip);
         }
         let (corral_fig, lifted, corral_said) = measure_tick(true);
         let (stopped, out) = systemctl(&["stop", UNIT]);
@@ -798,8 +842,13 @@ pub fn run() -> Vec<Check> {
             pairs.join(" | ")
         ),
     );
-    // A lifted unit: the only cgroup attribute corral changed, through
-    // systemd; back at corral's stop.
+    lift_kept_and_undone(c, skip, &load_base);
+    true
+}
+
+/// A lifted unit: the only cgroup attribute corral changed, through
+/// systemd; kept over a kill and restart; back at corral's stop.
+fn lift_kept_and_undone(c: &mut Checks, skip: &[String], load_base: &BTreeMap<String, String>) {
     let (ok, out) = start_tick(None);
     std::thread::sleep(Duration::from_secs(1));
     let (started_again, _) = systemctl(&["start", UNIT]);
@@ -808,7 +857,7 @@ pub fn run() -> Vec<Check> {
         && wait_until(Duration::from_secs(120), || {
             unit_prop(TICK, "CPUWeight") == "100"
         });
-    let during: Vec<String> = changes(&load_base, &snapshot(&skip))
+    let during: Vec<String> = changes(load_base, &snapshot(skip))
         .into_iter()
         .filter(|c| !c.starts_with("system.slice/corral-test-tick.service/"))
         .collect();
@@ -860,19 +909,6 @@ pub fn run() -> Vec<Check> {
         ),
     );
     let _ = systemctl(&["stop", TICK, LOAD]);
-
-    paper_000(&mut c);
-    medium(&mut c);
-    paper_001(&mut c);
-
-    let (same, said) = unchanged(&before, &skip);
-    c.check(
-        "after all, no cgroup attribute outside the units' own changed",
-        same,
-        said,
-    );
-    package(&mut c);
-    c.0
 }
 
 /// `dbus-send` of a method of corral's object on the system bus, as `uid`

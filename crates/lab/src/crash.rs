@@ -75,85 +75,11 @@ pub fn run(
     let dir = crate::groups::scratch_dir("crash")?;
     let mut groups = LabGroups::for_experiment(layout)?;
     let work = groups.group("work", 1024)?;
-    let spawn = |groups: &mut LabGroups, args: &[&str]| -> Result<u32> {
-        let mut c = Command::new(exe);
-        c.args(["lab", "work"]).args(args);
-        groups.spawn(&work, c)
-    };
     let mut r = Report {
         iterations: o.iterations,
         ..Default::default()
     };
-    // The long-lived threads compared: a hog, a 10 ms / 1 ms thread
-    // (latency-critical), a light one; one with a slice and nice of its own.
-    let mut stable = vec![
-        spawn(&mut groups, &["hog"])?,
-        spawn(
-            &mut groups,
-            &[
-                "periodic",
-                "--period-ms",
-                "10",
-                "--run-ms",
-                "1",
-                "--periods",
-                "100000000",
-            ],
-        )?,
-        spawn(
-            &mut groups,
-            &[
-                "periodic",
-                "--period-ms",
-                "250",
-                "--run-ms",
-                "5",
-                "--periods",
-                "100000000",
-            ],
-        )?,
-    ];
-    let own = spawn(
-        &mut groups,
-        &[
-            "periodic",
-            "--period-ms",
-            "10",
-            "--run-ms",
-            "1",
-            "--periods",
-            "100000000",
-            "--slice-us",
-            "2000",
-        ],
-    )?;
-    let _ = corral_linux::sched::set_fair_attr(own, 5, 2_000_000);
-    stable.push(own);
-    // Churn: processes and threads born and ending all the time.
-    let churn = if Command::new("stress-ng").arg("--version").output().is_ok() {
-        let mut c = Command::new("stress-ng");
-        c.args([
-            "--fork",
-            "1",
-            "--fork-max",
-            "8",
-            "--pthread",
-            "1",
-            "--pthread-max",
-            "16",
-            "--timeout",
-            "0",
-        ])
-        .stderr(Stdio::null());
-        groups.start(&work, c)?;
-        "stress-ng --fork 1 --fork-max 8 --pthread 1 --pthread-max 16".to_string()
-    } else {
-        r.notes.push(
-            "stress-ng is not installed: no process churn (scripts/setup installs it)".into(),
-        );
-        "none".into()
-    };
-    r.churn = churn;
+    let stable = start_workload(exe, &mut groups, &work, &mut r)?;
     std::thread::sleep(Duration::from_millis(300));
     let before: BTreeMap<u32, Place> = stable
         .iter()
@@ -208,38 +134,7 @@ pub fn run(
                     .output();
             }
         }
-        let said = std::fs::read_to_string(&log2).unwrap_or_default();
-        if let Some(line) = said.lines().find(|l| l.contains("found what")) {
-            r.reconciled += 1;
-            r.moved_back += line
-                .split("moved ")
-                .nth(1)
-                .and_then(|t| t.split_whitespace().next())
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-        let left = group_dirs.iter().filter(|d| d.exists()).count() as u32;
-        r.groups_left += left;
-        if left > 0 {
-            r.notes
-                .push(format!("iteration {i}: groups left: {group_dirs:?}"));
-            let _ = Command::new(exe)
-                .args(["restore", "--group-name", &group])
-                .output();
-        }
-        if record.exists() {
-            r.records_left += 1;
-            let _ = std::fs::remove_file(&record);
-        }
-        for (&pid, was) in &before {
-            r.compared += 1;
-            let now = place(pid);
-            if now.as_ref() != Some(was) {
-                r.differed += 1;
-                r.notes
-                    .push(format!("iteration {i}: {pid} was {was:?}, now {now:?}"));
-            }
-        }
+        check_after(i, exe, &log2, &group, &group_dirs, &record, &before, &mut r);
         if i % 10 == 0 || i == o.iterations {
             progress(&format!(
                 "{i} of {} iterations ({:.0} s): {} reconciled, {} groups left, {} of {} thread checks differed",
@@ -259,4 +154,137 @@ pub fn run(
         r.notes.push(format!("logs kept in {}", dir.display()));
     }
     Ok(r)
+}
+
+/// The long-lived threads compared (a hog, a 10 ms / 1 ms thread —
+/// latency-critical —, a light one, one with a slice and nice of its own)
+/// and the churn beside them, in the experiment's group `work`.
+fn start_workload(
+    exe: &Path,
+    groups: &mut LabGroups,
+    work: &Path,
+    r: &mut Report,
+) -> Result<Vec<u32>> {
+    let spawn = |groups: &mut LabGroups, args: &[&str]| -> Result<u32> {
+        let mut c = Command::new(exe);
+        c.args(["lab", "work"]).args(args);
+        groups.spawn(work, c)
+    };
+    let mut stable = vec![
+        spawn(groups, &["hog"])?,
+        spawn(
+            groups,
+            &[
+                "periodic",
+                "--period-ms",
+                "10",
+                "--run-ms",
+                "1",
+                "--periods",
+                "100000000",
+            ],
+        )?,
+        spawn(
+            groups,
+            &[
+                "periodic",
+                "--period-ms",
+                "250",
+                "--run-ms",
+                "5",
+                "--periods",
+                "100000000",
+            ],
+        )?,
+    ];
+    let own = spawn(
+        groups,
+        &[
+            "periodic",
+            "--period-ms",
+            "10",
+            "--run-ms",
+            "1",
+            "--periods",
+            "100000000",
+            "--slice-us",
+            "2000",
+        ],
+    )?;
+    let _ = corral_linux::sched::set_fair_attr(own, 5, 2_000_000);
+    stable.push(own);
+    // Churn: processes and threads born and ending all the time.
+    let churn = if Command::new("stress-ng").arg("--version").output().is_ok() {
+        let mut c = Command::new("stress-ng");
+        c.args([
+            "--fork",
+            "1",
+            "--fork-max",
+            "8",
+            "--pthread",
+            "1",
+            "--pthread-max",
+            "16",
+            "--timeout",
+            "0",
+        ])
+        .stderr(Stdio::null());
+        groups.start(work, c)?;
+        "stress-ng --fork 1 --fork-max 8 --pthread 1 --pthread-max 16".to_string()
+    } else {
+        r.notes.push(
+            "stress-ng is not installed: no process churn (scripts/setup installs it)".into(),
+        );
+        "none".into()
+    };
+    r.churn = churn;
+    Ok(stable)
+}
+
+/// After iteration `i`'s restarted daemon stopped: what its log says it
+/// reconciled, any group or record left (removed for the next), and each
+/// long-lived thread's place against the one it had before.
+#[allow(clippy::too_many_arguments)]
+fn check_after(
+    i: u32,
+    exe: &Path,
+    log2: &Path,
+    group: &str,
+    group_dirs: &[PathBuf],
+    record: &Path,
+    before: &BTreeMap<u32, Place>,
+    r: &mut Report,
+) {
+    let said = std::fs::read_to_string(log2).unwrap_or_default();
+    if let Some(line) = said.lines().find(|l| l.contains("found what")) {
+        r.reconciled += 1;
+        r.moved_back += line
+            .split("moved ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    let left = group_dirs.iter().filter(|d| d.exists()).count() as u32;
+    r.groups_left += left;
+    if left > 0 {
+        r.notes
+            .push(format!("iteration {i}: groups left: {group_dirs:?}"));
+        let _ = Command::new(exe)
+            .args(["restore", "--group-name", group])
+            .output();
+    }
+    if record.exists() {
+        r.records_left += 1;
+        let _ = std::fs::remove_file(record);
+    }
+    for (&pid, was) in before {
+        r.compared += 1;
+        let now = place(pid);
+        if now.as_ref() != Some(was) {
+            r.differed += 1;
+            r.notes
+                .push(format!("iteration {i}: {pid} was {was:?}, now {now:?}"));
+        }
+    }
 }

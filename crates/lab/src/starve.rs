@@ -164,56 +164,7 @@ pub fn run(
                 ..Default::default()
             })
             .collect();
-        let mut last: Vec<Option<(u64, u64)>> = names.iter().map(|(_, p)| schedstat(*p)).collect();
-        // Per thread: (CPU time, runnable) at the last look, and the time
-        // this second it was seen runnable without running, ns.
-        let mut looked: Vec<Option<(u64, bool)>> = vec![None; names.len()];
-        let mut stalled = vec![0u64; names.len()];
-        let mut at = Instant::now();
-        for s in 0..o.seconds {
-            let second = at + Duration::from_secs(1);
-            let mut look_at = Instant::now();
-            while Instant::now() < second && !o.stop.load(Ordering::SeqCst) {
-                std::thread::sleep(LOOK.min(second.saturating_duration_since(Instant::now())));
-                let now = Instant::now();
-                for (i, t) in threads.iter().enumerate() {
-                    let cur = match (schedstat(t.pid), runnable(t.pid)) {
-                        (Some((run, _)), Some(r)) => Some((run, r)),
-                        _ => None,
-                    };
-                    if let (Some((r0, true)), Some((r1, true))) = (looked[i], cur) {
-                        if r0 == r1 {
-                            stalled[i] += now.duration_since(look_at).as_nanos() as u64;
-                        }
-                    }
-                    looked[i] = cur;
-                }
-                look_at = now;
-            }
-            if o.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            let now = Instant::now();
-            let dt = now.duration_since(at).as_nanos() as f64;
-            at = now;
-            for (i, t) in threads.iter_mut().enumerate() {
-                let cur = schedstat(t.pid);
-                let seen = std::mem::take(&mut stalled[i]) as f64 / dt;
-                if let (Some((r0, w0)), Some((r1, w1))) = (last[i], cur) {
-                    let run = r1.saturating_sub(r0) as f64 / dt;
-                    let wait = (w1.saturating_sub(w0) as f64 / dt).max(seen);
-                    t.run.push(run);
-                    t.wait.push(wait);
-                    if s >= o.settle_s && wait >= min_wait {
-                        t.min_run_waiting = Some(t.min_run_waiting.map_or(run, |m| m.min(run)));
-                        if run < floor {
-                            t.violations += 1;
-                        }
-                    }
-                }
-                last[i] = cur;
-            }
-        }
+        watch(&mut threads, o, floor, min_wait);
         if let Ok(st) = daemon.status() {
             for t in &mut threads {
                 if let Some(s) = st.threads.iter().find(|s| s.tid == t.pid) {
@@ -251,4 +202,62 @@ pub fn run(
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(report)
+}
+
+/// Every second for `o.seconds`: each thread's CPU time and run-queue wait
+/// (schedstat's, or — as the kernel adds a wait only when the waiting
+/// task gets a CPU — the time it was seen runnable without running, looked
+/// at every [`LOOK`]), and, after `o.settle_s`, the seconds it waited at
+/// least `min_wait` yet ran less than `floor`.
+fn watch(threads: &mut [ThreadWindows], o: &Options, floor: f64, min_wait: f64) {
+    let mut last: Vec<Option<(u64, u64)>> = threads.iter().map(|t| schedstat(t.pid)).collect();
+    // Per thread: (CPU time, runnable) at the last look, and the time
+    // this second it was seen runnable without running, ns.
+    let mut looked: Vec<Option<(u64, bool)>> = vec![None; threads.len()];
+    let mut stalled = vec![0u64; threads.len()];
+    let mut at = Instant::now();
+    for s in 0..o.seconds {
+        let second = at + Duration::from_secs(1);
+        let mut look_at = Instant::now();
+        while Instant::now() < second && !o.stop.load(Ordering::SeqCst) {
+            std::thread::sleep(LOOK.min(second.saturating_duration_since(Instant::now())));
+            let now = Instant::now();
+            for (i, t) in threads.iter().enumerate() {
+                let cur = match (schedstat(t.pid), runnable(t.pid)) {
+                    (Some((run, _)), Some(r)) => Some((run, r)),
+                    _ => None,
+                };
+                if let (Some((r0, true)), Some((r1, true))) = (looked[i], cur) {
+                    if r0 == r1 {
+                        stalled[i] += now.duration_since(look_at).as_nanos() as u64;
+                    }
+                }
+                looked[i] = cur;
+            }
+            look_at = now;
+        }
+        if o.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let now = Instant::now();
+        let dt = now.duration_since(at).as_nanos() as f64;
+        at = now;
+        for (i, t) in threads.iter_mut().enumerate() {
+            let cur = schedstat(t.pid);
+            let seen = std::mem::take(&mut stalled[i]) as f64 / dt;
+            if let (Some((r0, w0)), Some((r1, w1))) = (last[i], cur) {
+                let run = r1.saturating_sub(r0) as f64 / dt;
+                let wait = (w1.saturating_sub(w0) as f64 / dt).max(seen);
+                t.run.push(run);
+                t.wait.push(wait);
+                if s >= o.settle_s && wait >= min_wait {
+                    t.min_run_waiting = Some(t.min_run_waiting.map_or(run, |m| m.min(run)));
+                    if run < floor {
+                        t.violations += 1;
+                    }
+                }
+            }
+            last[i] = cur;
+        }
+    }
 }

@@ -1,0 +1,427 @@
+//! The live side.
+
+use super::*;
+
+/// What the live run measured, per thread in rt-app's order.
+pub(super) struct Live {
+    pub(super) counters: Vec<Counters>,
+    pub(super) logs: Vec<Vec<LogLine>>,
+    pub(super) wall: Duration,
+    pub(super) others_cpu: f64,
+    pub(super) steal_cpu: f64,
+    pub(super) notes: Vec<String>,
+    /// The use case's start, CLOCK_MONOTONIC µs (from the logs).
+    pub(super) t0_us: Option<i64>,
+}
+
+/// A thread's counters so far: `schedstat` (run ns, run-queue wait ns,
+/// time slices) and from `sched` its migrations and preemptions. The
+/// simulator keeps the same five.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Counters {
+    pub(super) run: u64,
+    pub(super) wait: u64,
+    pub(super) slices: u64,
+    pub(super) migrations: u64,
+    pub(super) preemptions: u64,
+}
+
+impl Counters {
+    /// `self − earlier`.
+    pub(super) fn since(&self, earlier: &Counters) -> Counters {
+        Counters {
+            run: self.run - earlier.run,
+            wait: self.wait - earlier.wait,
+            slices: self.slices - earlier.slices,
+            migrations: self.migrations - earlier.migrations,
+            preemptions: self.preemptions - earlier.preemptions,
+        }
+    }
+}
+
+/// Reads `/proc/PID/task/TID/{schedstat,sched}` (`dir` is the task's).
+pub(super) fn read_counters(dir: &Path) -> Option<Counters> {
+    let text = std::fs::read_to_string(dir.join("schedstat")).ok()?;
+    let (run, wait, slices) = corral_linux::sampler::parse_schedstat(text.as_bytes())?;
+    let sched = std::fs::read_to_string(dir.join("sched")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        sched.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().parse().ok())?
+        })
+    };
+    Some(Counters {
+        run,
+        wait,
+        slices,
+        migrations: field("se.nr_migrations")?,
+        preemptions: field("nr_involuntary_switches")?,
+    })
+}
+
+/// The machine's busy and stolen time so far (`/proc/stat`, USER_HZ ticks).
+pub(super) fn cpu_ticks(procfs: &Path) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(procfs.join("stat")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)?;
+    Some((busy, *f.get(7)?))
+}
+
+/// The process rt-app started here, to be stopped on the way out.
+pub(super) struct RtApp<'a> {
+    pub(super) groups: &'a mut LabGroups,
+    pub(super) pid: u32,
+    pub(super) output: PathBuf,
+    pub(super) done: bool,
+}
+
+impl RtApp<'_> {
+    /// Its status if it ended.
+    fn ended(&mut self) -> Result<Option<std::process::ExitStatus>> {
+        let s = self.groups.try_wait(self.pid)?;
+        if s.is_some() {
+            self.done = true;
+        }
+        Ok(s)
+    }
+
+    /// The last lines rt-app printed.
+    fn output_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.output).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+
+    /// Asks rt-app to stop (SIGTERM: it ends its threads and flushes
+    /// its logs), then kills it after `grace`. True if it ended by itself.
+    fn stop(&mut self, grace: Duration) -> bool {
+        if self.done {
+            return true;
+        }
+        let _ = self.groups.signal(self.pid, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if matches!(self.ended(), Ok(Some(_))) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.groups.kill(self.pid);
+        self.done = true;
+        false
+    }
+}
+
+impl Drop for RtApp<'_> {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(2));
+    }
+}
+
+/// Starts rt-app on `json` in the run's root group, in a process group
+/// of its own (a Ctrl-C reaches corral, which stops it), with 1 ns of
+/// timer slack.
+pub(super) fn start_rtapp<'a>(
+    o: &Options,
+    groups: &'a mut LabGroups,
+    json: &Path,
+    dir: &Path,
+) -> Result<RtApp<'a>> {
+    let output = dir.join("rt-app.out");
+    let out = std::fs::File::create(&output).map_err(Error::io(&output))?;
+    let err = out.try_clone().map_err(Error::io(&output))?;
+    let mut cmd = Command::new(&o.env.rtapp);
+    cmd.arg(json)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    // SAFETY: between fork and exec only one raw system call (prctl).
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1))?;
+            Ok(())
+        });
+    }
+    let root = groups.root().to_path_buf();
+    let pid = groups.start(&root, cmd)?;
+    Ok(RtApp {
+        groups,
+        pid,
+        output,
+        done: false,
+    })
+}
+
+/// Sleeps until `until`, calling `each` every 100 ms; fails when the
+/// stop flag is set or rt-app ends.
+pub(super) fn wait_until(
+    o: &Options,
+    rt: &mut RtApp<'_>,
+    until: Instant,
+    mut each: impl FnMut(),
+) -> Result<()> {
+    loop {
+        if o.stop.load(Ordering::SeqCst) {
+            return Err(Error::Interrupted);
+        }
+        if let Some(s) = rt.ended()? {
+            return Err(Error::Command {
+                program: "rt-app".into(),
+                why: format!("ended early ({s}); it printed: {}", rt.output_tail()),
+            });
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(100)));
+        each();
+    }
+}
+
+/// Waits for rt-app to end by itself (its `duration`), at most `limit`.
+pub(super) fn wait_exit(o: &Options, rt: &mut RtApp<'_>, limit: Duration) -> Result<bool> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if o.stop.load(Ordering::SeqCst) {
+            return Err(Error::Interrupted);
+        }
+        if let Some(s) = rt.ended()? {
+            if !s.success() {
+                return Err(Error::Command {
+                    program: "rt-app".into(),
+                    why: format!("failed ({s}); it printed: {}", rt.output_tail()),
+                });
+            }
+            return Ok(true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(false)
+}
+
+/// rt-app's threads: (tid, comm), lowest tid first, without the main one.
+pub(super) fn threads_now(procfs: &Path, pid: u32) -> Vec<(u32, String)> {
+    let dir = procfs.join(pid.to_string()).join("task");
+    let mut v: Vec<(u32, String)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&tid| tid != pid)
+        .map(|tid| {
+            let comm =
+                std::fs::read_to_string(dir.join(tid.to_string()).join("comm")).unwrap_or_default();
+            (tid, comm.trim_end().to_string())
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// The name a thread shows in `comm`: rt-app names it after its task; a
+/// name over 15 bytes cannot be set and it stays "rt-app".
+pub(super) fn comm_of(task: &str) -> &str {
+    if task.len() <= 15 {
+        task
+    } else {
+        "rt-app"
+    }
+}
+
+pub(super) fn run_live(
+    o: &Options,
+    groups: &mut LabGroups,
+    threads: &[Thread],
+    json: &Path,
+    dir: &Path,
+) -> Result<Live> {
+    let root = groups.root().to_path_buf();
+    let mut rt = start_rtapp(o, groups, json, dir)?;
+    let pid = rt.pid;
+
+    // rt-app creates its threads in index order, each names itself, then
+    // all wait on a barrier and start together: the use case's start.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let tids: Vec<u32> = loop {
+        if o.stop.load(Ordering::SeqCst) {
+            return Err(Error::Interrupted);
+        }
+        if let Some(s) = rt.ended()? {
+            return Err(Error::Command {
+                program: "rt-app".into(),
+                why: format!(
+                    "ended before starting its threads ({s}); it printed: {}",
+                    rt.output_tail()
+                ),
+            });
+        }
+        let now = threads_now(&o.procfs, pid);
+        if now.len() == threads.len()
+            && now
+                .iter()
+                .zip(threads)
+                .all(|((_, comm), t)| comm == comm_of(&t.task))
+        {
+            break now.into_iter().map(|(tid, _)| tid).collect();
+        }
+        if now.len() > threads.len() || Instant::now() > deadline {
+            let seen: Vec<String> = now.iter().map(|(t, c)| format!("{t}:{c}")).collect();
+            return Err(Error::Measurement(format!(
+                "rt-app's threads are not the workload's {} (found {})",
+                threads.len(),
+                seen.join(" ")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let t0 = Instant::now();
+    for (th, tid) in threads.iter().zip(&tids) {
+        if th.group.is_empty() {
+            continue;
+        }
+        let tasks = root.join(&th.group).join("tasks");
+        std::fs::write(&tasks, tid.to_string())
+            .map_err(|e| Error::io(&tasks)(e).within(format!("cannot move thread {tid}")))?;
+    }
+
+    let dirs: Vec<PathBuf> = tids
+        .iter()
+        .map(|t| {
+            o.procfs
+                .join(pid.to_string())
+                .join("task")
+                .join(t.to_string())
+        })
+        .collect();
+    let mut last: Vec<Counters> = vec![Counters::default(); dirs.len()];
+    let mut gone = vec![false; dirs.len()];
+    let sample = |last: &mut Vec<Counters>, gone: &mut Vec<bool>| {
+        for (i, d) in dirs.iter().enumerate() {
+            if gone[i] {
+                continue;
+            }
+            match read_counters(d) {
+                Some(s) => last[i] = s,
+                None => gone[i] = true,
+            }
+        }
+    };
+
+    wait_until(o, &mut rt, t0 + o.warmup, || {})?;
+    sample(&mut last, &mut gone);
+    let (start, ticks0, w0) = (last.clone(), cpu_ticks(&o.procfs), Instant::now());
+    let end_at = t0 + Duration::from_secs(o.seconds) - TAIL;
+    wait_until(o, &mut rt, end_at, || sample(&mut last, &mut gone))?;
+    sample(&mut last, &mut gone);
+    let (ticks1, w1) = (cpu_ticks(&o.procfs), Instant::now());
+    let wall = w1 - w0;
+
+    let mut notes = Vec::new();
+    if !wait_exit(o, &mut rt, TAIL + Duration::from_secs(5))? {
+        let by_itself = rt.stop(Duration::from_secs(3));
+        notes.push(format!(
+            "rt-app did not end at its duration; stopped with {} (logs may miss their last lines)",
+            if by_itself { "SIGTERM" } else { "SIGKILL" }
+        ));
+    }
+    drop(rt);
+
+    let counters: Vec<Counters> = start.iter().zip(&last).map(|(a, b)| b.since(a)).collect();
+    let ours: u64 = counters.iter().map(|c| c.run).sum();
+    let (others_cpu, steal_cpu) = match (ticks0, ticks1) {
+        (Some((b0, s0)), Some((b1, s1))) => {
+            // USER_HZ is 100 on Linux whatever CONFIG_HZ is.
+            let busy_ns = (b1 - b0) as f64 * 1e7;
+            let w = wall.as_nanos() as f64;
+            (
+                ((busy_ns - ours as f64) / w).max(0.0),
+                (s1 - s0) as f64 * 1e7 / w,
+            )
+        }
+        _ => (f64::NAN, f64::NAN),
+    };
+    let logs = threads
+        .iter()
+        .enumerate()
+        .map(|(i, th)| read_log(&dir.join(format!("rt-app-{}-{i}.log", th.task)), true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let t0_us = logs
+        .iter()
+        .flatten()
+        .map(|l| l.abs_start_us - l.start_us)
+        .min();
+    Ok(Live {
+        counters,
+        logs,
+        wall,
+        others_cpu,
+        steal_cpu,
+        notes,
+        t0_us,
+    })
+}
+
+/// Measures rt-app's loop on this machine: with a calibration of 1 ns
+/// per loop, `run: 5000` executes 5 000 000 loops; rt-app logs their
+/// count (`perf`) and wall time (`run`). Seven of them, alone in the
+/// run's group; rt-app gets the median, rounded (it takes an integer).
+pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibration> {
+    std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    let json = format!(
+        r#"{{
+	"tasks": {{
+		"calibrate": {{ "loop": 1, "phases": {{ "p": {{ "loop": 7, "run": 5000 }} }} }}
+	}},
+	"global": {{ "calibration": 1, "duration": -1, "logdir": {}, "log_basename": "rt-app" }}
+}}
+"#,
+        serde_json::to_string(&dir.display().to_string()).expect("strings serialise")
+    );
+    let path = dir.join("calibrate.json");
+    std::fs::write(&path, json).map_err(Error::io(&path))?;
+    let mut rt = start_rtapp(o, groups, &path, dir)?;
+    if !wait_exit(o, &mut rt, Duration::from_secs(30))? {
+        return Err(Error::Measurement(
+            "rt-app's loop measurement did not end within 30 s".into(),
+        ));
+    }
+    drop(rt);
+    let log = dir.join("rt-app-calibrate-0.log");
+    let text = std::fs::read_to_string(&log).map_err(Error::io(&log))?;
+    let mut ns: Vec<f64> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<f64> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            // perf (loops) and run (µs)
+            (f.len() >= 3 && f[1] > 0.0).then(|| f[2] * 1e3 / f[1])
+        })
+        .collect();
+    if ns.is_empty() {
+        return Err(Error::Parse {
+            what: log.display().to_string(),
+            why: "no measurement".into(),
+        });
+    }
+    ns.sort_by(f64::total_cmp);
+    let median = ns[ns.len() / 2];
+    Ok(Calibration {
+        samples: ns.len(),
+        ns_per_loop_min: ns[0],
+        ns_per_loop_median: median,
+        ns_per_loop_max: ns[ns.len() - 1],
+        used: (median.round() as u32).max(1),
+    })
+}

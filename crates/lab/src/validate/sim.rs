@@ -1,0 +1,84 @@
+//! The simulated side.
+
+use super::*;
+
+/// Each simulated thread's counters so far.
+pub(super) fn counters<K: corral_sim::sched::kernel::SchedClass>(
+    m: &corral_sim::sched::machine::Machine<K>,
+) -> Vec<Counters> {
+    (0..m.ntasks())
+        .map(|t| {
+            let s = m.task_stats(t);
+            Counters {
+                run: s.cpu_ns,
+                wait: s.wait_ns,
+                slices: s.switches,
+                migrations: s.migrations,
+                preemptions: s.preemptions,
+            }
+        })
+        .collect()
+}
+
+pub(super) struct Simulated {
+    pub(super) names: Vec<String>,
+    pub(super) counters: Vec<Counters>,
+    pub(super) logs: Vec<Vec<LogLine>>,
+}
+
+/// The platform file of a case: this machine's CPUs at capacity 1024,
+/// its HZ, and the case's groups under the run's root.
+pub(super) fn platform_toml(
+    sim: &SimInfo,
+    tick_phase_us: u64,
+    groups: &[(&str, u64)],
+    root: &str,
+) -> String {
+    let mut t = format!(
+        "# corral lab validate: this machine as the simulator sees it.\nkernel = \"eevdf\"\nhz = {}\ntick_phase = \"{}us\"\ncapacities = [{}]\n",
+        sim.hz,
+        tick_phase_us,
+        vec![sim.capacity.to_string(); sim.cpus].join(", ")
+    );
+    for (g, shares) in groups {
+        let _ = write!(t, "\n[groups.\"{root}{g}\"]\nshares = {shares}\n");
+    }
+    t
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_sim(
+    o: &Options,
+    sim: &SimInfo,
+    tick_phase_us: u64,
+    work: rtapp::Workload,
+    groups: &[(&str, u64)],
+    root: &str,
+    dir: &Path,
+) -> Result<Simulated> {
+    let toml = platform_toml(sim, tick_phase_us, groups, root);
+    let toml_path = dir.join("platform.toml");
+    std::fs::write(&toml_path, &toml).map_err(Error::io(&toml_path))?;
+    let spec = platform::parse(&toml, &toml_path.display().to_string())?;
+    let mut m = platform::build(work, &spec, Flavour::Eevdf)?;
+    m.record();
+    m.advance_to(o.warmup.as_nanos() as u64);
+    let a = counters(&m);
+    m.advance_to((Duration::from_secs(o.seconds) - TAIL).as_nanos() as u64);
+    let b = counters(&m);
+    // On to the end, as rt-app goes on, so that the iterations under way
+    // at the window's end are logged on both sides.
+    m.advance_to(Duration::from_secs(o.seconds).as_nanos() as u64);
+    let logs_dir = dir.join("sim");
+    let files = trace::rtapp_logs(&m, &logs_dir)
+        .map_err(|e| Error::io(&logs_dir)(e).within("cannot write the simulator's logs"))?;
+    let logs = files
+        .iter()
+        .map(|f| read_log(f, false))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Simulated {
+        names: m.stats().into_iter().map(|s| s.name).collect(),
+        counters: a.iter().zip(&b).map(|(a, b)| b.since(a)).collect(),
+        logs,
+    })
+}

@@ -811,101 +811,8 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         r.warmup_s
     );
     println!("latency: {}", r.latency);
-    let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
-    let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}", v / 1000.0));
-    let err = |v: Option<f64>| v.map_or(String::new(), |e| format!(" ({:+.0}%)", e * 100.0));
     for c in &r.cases {
-        println!();
-        let paper = if c.paper == "-" {
-            String::new()
-        } else {
-            format!(" (paper {})", c.paper)
-        };
-        println!("{}{paper}: {}", c.name, c.about);
-        if let Some(why) = &c.skipped {
-            println!("  skipped: {why}");
-            continue;
-        }
-        if let Some(cal) = &c.calibration {
-            println!(
-                "  rt-app loop {:.1} ns (min {:.1}, max {:.1} over {} runs) -> calibration {} ns; first tick {} us in; window {:.2}-{:.2} s ({:.2} s live); meanwhile others used {:.2} CPU, steal {:.2} CPU",
-                cal.ns_per_loop_median,
-                cal.ns_per_loop_min,
-                cal.ns_per_loop_max,
-                cal.samples,
-                cal.used,
-                c.tick_phase_us,
-                c.window_s.0,
-                c.window_s.1,
-                c.live_window_s,
-                c.others_cpu,
-                c.steal_cpu
-            );
-        }
-        if !c.work_scale.is_empty() {
-            let ks: Vec<String> = c
-                .work_scale
-                .iter()
-                .map(|(task, k)| format!("{task} x{k:.2}"))
-                .collect();
-            println!("  simulated run = live CPU per run us: {}", ks.join(", "));
-        }
-        let mut t = Table::new(&[
-            "TASK",
-            "GROUP",
-            "SHARE LIVE",
-            "SIM",
-            "DIFF (pp)",
-            "WU-LAT P50 (us) LIVE/SIM",
-            "P99 (us) LIVE/SIM",
-            "WAKE-UPS",
-            "RESP P50 (ms) LIVE/SIM",
-            "P99 (ms) LIVE/SIM",
-            "LATE",
-            "WAIT/SLICE (us)",
-            "MIGR",
-            "PREEMPT",
-            "WORK",
-        ]);
-        for x in &c.tasks {
-            let (l, s) = (&x.live, &x.sim);
-            let pair = |a: String, b: String| {
-                if a == "-" && b == "-" {
-                    "-".to_string()
-                } else {
-                    format!("{a}/{b}")
-                }
-            };
-            t.row(vec![
-                x.name.clone(),
-                x.group.clone(),
-                format!("{:.3}", l.share),
-                format!("{:.3}", s.share),
-                format!("{:+.1}", x.share_diff_pp),
-                pair(us(l.wu_lat_p50_us), us(s.wu_lat_p50_us)) + &err(x.wu_lat_p50_rel),
-                pair(us(l.wu_lat_p99_us), us(s.wu_lat_p99_us)) + &err(x.wu_lat_p99_rel),
-                format!("{}/{}", l.wakeups, s.wakeups),
-                pair(ms(l.resp_p50_us), ms(s.resp_p50_us)) + &err(x.resp_p50_rel),
-                pair(ms(l.resp_p99_us), ms(s.resp_p99_us)) + &err(x.resp_p99_rel),
-                format!("{}/{}", l.late, s.late),
-                pair(
-                    l.wait_per_slice_us
-                        .map_or("-".into(), |v| format!("{v:.0}")),
-                    s.wait_per_slice_us
-                        .map_or("-".into(), |v| format!("{v:.0}")),
-                ),
-                format!("{}/{}", l.migrations, s.migrations),
-                format!("{}/{}", l.preemptions, s.preemptions),
-                l.work.map_or("-".into(), |w| format!("{w:.2}")),
-            ]);
-        }
-        print!("{}", t.render());
-        if let Some(d) = &c.diverged {
-            println!("  DIVERGED: {d}");
-        }
-        for n in &c.notes {
-            println!("  note: {n}");
-        }
+        print_case(c);
     }
     println!(
         "\nDIFF: simulated minus live share, percentage points of a CPU; (±%): simulated vs live. RESP: period - slack (release to end of the work). LATE: iterations that missed their timer; WAIT/SLICE: run-queue wait per time slice; MIGR, PREEMPT: CPU changes and involuntary switches (all live/sim). WORK: live CPU per µs of `run` (1.00 = the calibration held). Instances of one rt-app task (hog-0, hog-1) are interchangeable and are paired live-to-simulated by rank of CPU share."
@@ -917,6 +824,105 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One case of `lab validate`: its set-up and its table, live beside
+/// simulated.
+fn print_case(c: &corral_lab::validate::CaseReport) {
+    let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+    let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}", v / 1000.0));
+    let err = |v: Option<f64>| v.map_or(String::new(), |e| format!(" ({:+.0}%)", e * 100.0));
+    println!();
+    let paper = if c.paper == "-" {
+        String::new()
+    } else {
+        format!(" (paper {})", c.paper)
+    };
+    println!("{}{paper}: {}", c.name, c.about);
+    if let Some(why) = &c.skipped {
+        println!("  skipped: {why}");
+        return;
+    }
+    if let Some(cal) = &c.calibration {
+        println!(
+            "  rt-app loop {:.1} ns (min {:.1}, max {:.1} over {} runs) -> calibration {} ns; first tick {} us in; window {:.2}-{:.2} s ({:.2} s live); meanwhile others used {:.2} CPU, steal {:.2} CPU",
+            cal.ns_per_loop_median,
+            cal.ns_per_loop_min,
+            cal.ns_per_loop_max,
+            cal.samples,
+            cal.used,
+            c.tick_phase_us,
+            c.window_s.0,
+            c.window_s.1,
+            c.live_window_s,
+            c.others_cpu,
+            c.steal_cpu
+        );
+    }
+    if !c.work_scale.is_empty() {
+        let ks: Vec<String> = c
+            .work_scale
+            .iter()
+            .map(|(task, k)| format!("{task} x{k:.2}"))
+            .collect();
+        println!("  simulated run = live CPU per run us: {}", ks.join(", "));
+    }
+    let mut t = Table::new(&[
+        "TASK",
+        "GROUP",
+        "SHARE LIVE",
+        "SIM",
+        "DIFF (pp)",
+        "WU-LAT P50 (us) LIVE/SIM",
+        "P99 (us) LIVE/SIM",
+        "WAKE-UPS",
+        "RESP P50 (ms) LIVE/SIM",
+        "P99 (ms) LIVE/SIM",
+        "LATE",
+        "WAIT/SLICE (us)",
+        "MIGR",
+        "PREEMPT",
+        "WORK",
+    ]);
+    for x in &c.tasks {
+        let (l, s) = (&x.live, &x.sim);
+        let pair = |a: String, b: String| {
+            if a == "-" && b == "-" {
+                "-".to_string()
+            } else {
+                format!("{a}/{b}")
+            }
+        };
+        t.row(vec![
+            x.name.clone(),
+            x.group.clone(),
+            format!("{:.3}", l.share),
+            format!("{:.3}", s.share),
+            format!("{:+.1}", x.share_diff_pp),
+            pair(us(l.wu_lat_p50_us), us(s.wu_lat_p50_us)) + &err(x.wu_lat_p50_rel),
+            pair(us(l.wu_lat_p99_us), us(s.wu_lat_p99_us)) + &err(x.wu_lat_p99_rel),
+            format!("{}/{}", l.wakeups, s.wakeups),
+            pair(ms(l.resp_p50_us), ms(s.resp_p50_us)) + &err(x.resp_p50_rel),
+            pair(ms(l.resp_p99_us), ms(s.resp_p99_us)) + &err(x.resp_p99_rel),
+            format!("{}/{}", l.late, s.late),
+            pair(
+                l.wait_per_slice_us
+                    .map_or("-".into(), |v| format!("{v:.0}")),
+                s.wait_per_slice_us
+                    .map_or("-".into(), |v| format!("{v:.0}")),
+            ),
+            format!("{}/{}", l.migrations, s.migrations),
+            format!("{}/{}", l.preemptions, s.preemptions),
+            l.work.map_or("-".into(), |w| format!("{w:.2}")),
+        ]);
+    }
+    print!("{}", t.render());
+    if let Some(d) = &c.diverged {
+        println!("  DIVERGED: {d}");
+    }
+    for n in &c.notes {
+        println!("  note: {n}");
+    }
 }
 
 /// `corral lab vm-guest` (issue 7): the test VM's scenarios, run inside it.

@@ -126,6 +126,20 @@ fn draw(f: &mut Frame, view: &mut View) {
     ];
     f.render_widget(Paragraph::new(header), head);
 
+    draw_groups(f, s, groups);
+    draw_threads(f, s, view.sort, &mut view.table, threads);
+    draw_boosts(f, s, boosts);
+    f.render_widget(
+        Paragraph::new(format!(
+            "q quit  s sort  ↑↓ PgUp PgDn scroll  | {}",
+            view.socket
+        )),
+        keys,
+    );
+}
+
+/// The groups' table: name, kind, CPUs, shares, members.
+fn draw_groups(f: &mut Frame, s: &Status, area: Rect) {
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let rows = s.groups.iter().map(|g| {
         Row::new(vec![
@@ -148,10 +162,14 @@ fn draw(f: &mut Frame, view: &mut View) {
     )
     .header(Row::new(["GROUP", "KIND", "CPUS", "SHARES", "THREADS"]).style(bold))
     .block(Block::default().borders(Borders::TOP).title(" groups "));
-    f.render_widget(table, groups);
+    f.render_widget(table, area);
+}
 
+/// The threads' table, in the view's order, scrolled to its selection.
+fn draw_threads(f: &mut Frame, s: &Status, sort: Sort, state: &mut TableState, area: Rect) {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
     let mut list = s.threads.clone();
-    view.sort.apply(&mut list);
+    sort.apply(&mut list);
     let rows = list.iter().map(|t| {
         Row::new(vec![
             t.tid.to_string(),
@@ -190,10 +208,13 @@ fn draw(f: &mut Frame, view: &mut View) {
     .block(Block::default().borders(Borders::TOP).title(format!(
         " {} threads, by {} ",
         list.len(),
-        view.sort.name()
+        sort.name()
     )));
-    f.render_stateful_widget(table, threads, &mut view.table);
+    f.render_stateful_widget(table, area, state);
+}
 
+/// The last boosts, newest first.
+fn draw_boosts(f: &mut Frame, s: &Status, area: Rect) {
     let lines: Vec<Line> = if s.boost_log.is_empty() {
         vec![Line::from("none yet")]
     } else {
@@ -219,14 +240,7 @@ fn draw(f: &mut Frame, view: &mut View) {
     };
     f.render_widget(
         Paragraph::new(lines).block(Block::default().borders(Borders::TOP).title(" boosts ")),
-        boosts,
-    );
-    f.render_widget(
-        Paragraph::new(format!(
-            "q quit  s sort  ↑↓ PgUp PgDn scroll  | {}",
-            view.socket
-        )),
-        keys,
+        area,
     );
 }
 

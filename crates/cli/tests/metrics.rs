@@ -35,6 +35,9 @@ fn get(addr: &str, path: &str) -> (String, String) {
     (head.to_string(), body.to_string())
 }
 
+/// (Over 120 lines on purpose: one daemon's life, its scrapes and their
+/// checks in the order they happen; each check depends on the state the
+/// previous one left.)
 #[test]
 fn metrics_are_served_over_http_and_pass_promtool() {
     let dir = tempfile::tempdir().unwrap();

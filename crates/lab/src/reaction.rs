@@ -190,33 +190,19 @@ fn end(
     Ok(())
 }
 
-fn one_run(
+/// Latency: a periodic thread starts beside hogs the daemon already
+/// knows; when it is seen, called latency-critical, and in the latency
+/// group.
+fn latency(
     exe: &Path,
     o: &Options,
     groups: &mut LabGroups,
     work: &Path,
-    dir: &Path,
-    run: u32,
+    daemon: &DaemonProcess,
+    r: &mut Run,
     progress: &mut impl FnMut(&str),
-) -> Result<(Run, Option<u64>)> {
+) -> Result<()> {
     let me = std::process::id();
-    let socket = std::env::temp_dir().join(format!("corral-lab-reaction-{me}.sock"));
-    let daemon = DaemonProcess::start(
-        exe,
-        me,
-        &socket,
-        None,
-        o.config.as_deref(),
-        &dir.join(format!("run{run}-daemon.log")),
-        &o.stop,
-    )?;
-    let interval = daemon.status().ok().map(|s| s.interval_ms);
-    let mut r = Run {
-        run,
-        ..Default::default()
-    };
-
-    // Latency: a periodic thread beside hogs the daemon already knows.
     let hogs = (0..HOGS)
         .map(|_| spawn(groups, work, exe, &["hog"]))
         .collect::<Result<Vec<u32>>>()?;
@@ -275,9 +261,21 @@ fn one_run(
     r.latency_ms = got.map(|g| g.1);
     let mut pids = hogs;
     pids.push(periodic);
-    end(groups, &daemon, &pids, &o.stop)?;
+    end(groups, daemon, &pids, &o.stop)?;
+    Ok(())
+}
 
-    // Heavy: a hog beside a light sleeper.
+/// Heavy: a hog starts beside a light sleeper; when it has a dedicated
+/// group; then release: the hog killed, when the dedication is gone.
+fn heavy(
+    exe: &Path,
+    o: &Options,
+    groups: &mut LabGroups,
+    work: &Path,
+    daemon: &DaemonProcess,
+    r: &mut Run,
+    progress: &mut impl FnMut(&str),
+) -> Result<()> {
     let sleeper = spawn(groups, work, exe, &["sleepers", "--threads", "0"])?;
     wait_for(Instant::now(), &o.stop, || {
         managed(&daemon.status().ok()?, sleeper).then_some(())
@@ -304,7 +302,38 @@ fn one_run(
         r.notes
             .push("the hog got no dedicated group: nothing to release".into());
     }
-    end(groups, &daemon, &[hog, sleeper], &o.stop)?;
+    end(groups, daemon, &[hog, sleeper], &o.stop)?;
+    Ok(())
+}
+
+fn one_run(
+    exe: &Path,
+    o: &Options,
+    groups: &mut LabGroups,
+    work: &Path,
+    dir: &Path,
+    run: u32,
+    progress: &mut impl FnMut(&str),
+) -> Result<(Run, Option<u64>)> {
+    let me = std::process::id();
+    let socket = std::env::temp_dir().join(format!("corral-lab-reaction-{me}.sock"));
+    let daemon = DaemonProcess::start(
+        exe,
+        me,
+        &socket,
+        None,
+        o.config.as_deref(),
+        &dir.join(format!("run{run}-daemon.log")),
+        &o.stop,
+    )?;
+    let interval = daemon.status().ok().map(|s| s.interval_ms);
+    let mut r = Run {
+        run,
+        ..Default::default()
+    };
+
+    latency(exe, o, groups, work, &daemon, &mut r, progress)?;
+    heavy(exe, o, groups, work, &daemon, &mut r, progress)?;
     daemon.stop()?;
     let ms = |v: Option<f64>| v.map_or("not within the limit".into(), |v| format!("{v:.0} ms"));
     progress(&format!(

@@ -97,6 +97,30 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// After the stop: the errors the daemon logged, and any group, record
+/// or failed stop it left behind.
+fn look_after(r: &mut Report, log: &Path, layout: &Layout, stopped: &Result<()>) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
+    r.errors = errors.len();
+    r.first_errors = errors.iter().take(5).map(|l| l.to_string()).collect();
+    let group = LabGroups::daemon_group_name();
+    let mut leftovers: Vec<PathBuf> = match layout {
+        Layout::V1 { cpu, cpuset } => vec![cpu.join(&group), cpuset.join(&group)],
+        Layout::V2 { unified } => vec![unified.join(&group)],
+        Layout::Threads => Vec::new(),
+    };
+    leftovers.push(PathBuf::from("/run/corral").join(format!("{group}.json")));
+    r.left = leftovers
+        .iter()
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    if let Err(e) = stopped {
+        r.left.push(format!("stop: {e}"));
+    }
+}
+
 pub fn run(
     exe: &Path,
     layout: &Layout,
@@ -200,25 +224,7 @@ pub fn run(
     } else {
         daemon.stop()
     };
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
-    r.errors = errors.len();
-    r.first_errors = errors.iter().take(5).map(|l| l.to_string()).collect();
-    let group = LabGroups::daemon_group_name();
-    let mut leftovers: Vec<PathBuf> = match layout {
-        Layout::V1 { cpu, cpuset } => vec![cpu.join(&group), cpuset.join(&group)],
-        Layout::V2 { unified } => vec![unified.join(&group)],
-        Layout::Threads => Vec::new(),
-    };
-    leftovers.push(PathBuf::from("/run/corral").join(format!("{group}.json")));
-    r.left = leftovers
-        .iter()
-        .filter(|p| p.exists())
-        .map(|p| p.display().to_string())
-        .collect();
-    if let Err(e) = &stopped {
-        r.left.push(format!("stop: {e}"));
-    }
+    look_after(&mut r, &log, layout, &stopped);
     r.clean_stop = stopped.is_ok() && r.left.is_empty();
     r.goal_met = r.clean_stop && r.errors == 0 && r.died.is_none() && r.cpu <= GOAL_CPU;
     if r.goal_met {

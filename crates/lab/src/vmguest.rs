@@ -520,51 +520,8 @@ impl Guest {
             !matches!(light_at, Some((_, GroupKind::Dedicated, _))),
             format!("light in {light_at:?}"),
         );
-        // The dedicated CPU is the hog's: alone with `dedicated_exclusive`,
-        // otherwise the groups that may use it when the hog sleeps weigh
-        // less (the latency group's members are light by definition).
-        if let Some((name, _, cpus)) = &hog_at {
-            let own = s
-                .groups
-                .iter()
-                .find(|g| &g.name == name)
-                .map_or(0, |g| g.shares);
-            let others: Vec<String> = s
-                .groups
-                .iter()
-                .filter(|g| &g.name != name && !g.cpus.intersection(cpus).is_empty())
-                .map(|g| format!("{}={}", g.name, g.shares))
-                .collect();
-            let heavier = s.groups.iter().any(|g| {
-                &g.name != name
-                    && g.kind != GroupKind::Latency
-                    && !g.cpus.intersection(cpus).is_empty()
-                    && g.shares * 2 > own
-            });
-            let exclusive = corral_core::config::Config::default()
-                .plan
-                .dedicated_exclusive;
-            self.check(
-                S,
-                if exclusive {
-                    "no other group has the dedicated CPU"
-                } else {
-                    "other groups on the dedicated CPU weigh less than half of it"
-                },
-                if exclusive {
-                    others.is_empty()
-                } else {
-                    !heavier
-                },
-                format!("{name}={own} on {cpus}; others on it: {others:?}"),
-            );
-            let cg = cgroup_of(hog);
-            self.check(
-                S,
-                "the hog's cgroup on disk is its group",
-                cg == format!("/corral/{name}"),
-                format!("/proc/{hog}/cgroup: {cg}"),
-            );
+        if let Some(at) = &hog_at {
+            self.dedicated_cpu_is_the_hogs(&s, hog, at);
         }
         std::thread::sleep(Duration::from_millis(2 * INTERVAL_MS));
         if let Some(s) = self.status() {
@@ -592,6 +549,60 @@ impl Guest {
             format!("before {before:?}, after {after:?}"),
         );
         self.end_workloads();
+    }
+
+    /// The dedicated CPU is the hog's: alone with `dedicated_exclusive`,
+    /// otherwise the groups that may use it when the hog sleeps weigh less
+    /// (the latency group's members are light by definition); the hog's
+    /// cgroup on disk is its group.
+    fn dedicated_cpu_is_the_hogs(
+        &mut self,
+        s: &Status,
+        hog: u32,
+        (name, _, cpus): &(String, GroupKind, CpuSet),
+    ) {
+        const S: &str = "v2 backend";
+        let own = s
+            .groups
+            .iter()
+            .find(|g| &g.name == name)
+            .map_or(0, |g| g.shares);
+        let others: Vec<String> = s
+            .groups
+            .iter()
+            .filter(|g| &g.name != name && !g.cpus.intersection(cpus).is_empty())
+            .map(|g| format!("{}={}", g.name, g.shares))
+            .collect();
+        let heavier = s.groups.iter().any(|g| {
+            &g.name != name
+                && g.kind != GroupKind::Latency
+                && !g.cpus.intersection(cpus).is_empty()
+                && g.shares * 2 > own
+        });
+        let exclusive = corral_core::config::Config::default()
+            .plan
+            .dedicated_exclusive;
+        self.check(
+            S,
+            if exclusive {
+                "no other group has the dedicated CPU"
+            } else {
+                "other groups on the dedicated CPU weigh less than half of it"
+            },
+            if exclusive {
+                others.is_empty()
+            } else {
+                !heavier
+            },
+            format!("{name}={own} on {cpus}; others on it: {others:?}"),
+        );
+        let cg = cgroup_of(hog);
+        self.check(
+            S,
+            "the hog's cgroup on disk is its group",
+            cg == format!("/corral/{name}"),
+            format!("/proc/{hog}/cgroup: {cg}"),
+        );
     }
 
     // -----------------------------------------------------------------

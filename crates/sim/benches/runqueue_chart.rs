@@ -133,152 +133,190 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, y_unit: &str, panels: &[Pa
     );
     for (pi, (panel, cross)) in panels.iter().zip(&lists).enumerate() {
         let left = ml + pi as f64 * (pw + legend_w + gap);
-        let all: Vec<(f64, f64)> = panel
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().copied())
-            .filter(|&(x, y)| x > 0.0 && y > 0.0)
-            .collect();
-        let fold = |f: fn(f64, f64) -> f64, init: f64, sel: fn(&(f64, f64)) -> f64| {
-            all.iter().map(sel).fold(init, f)
-        };
-        let (x0, x1) = decades(
-            fold(f64::min, f64::INFINITY, |p| p.0).min(1e300),
-            fold(f64::max, 0.0, |p| p.0).max(1e-300),
-        );
-        let (y0, y1) = decades(
-            fold(f64::min, f64::INFINITY, |p| p.1).min(1e300),
-            fold(f64::max, 0.0, |p| p.1).max(1e-300),
-        );
-        let px = |x: f64| left + (x.log10() - x0.log10()) / (x1.log10() - x0.log10()) * pw;
-        let py = |y: f64| mt + ph - (y.log10() - y0.log10()) / (y1.log10() - y0.log10()) * ph;
-        let _ = writeln!(
-            o,
-            "<text x=\"{left}\" y=\"{:.0}\" font-size=\"13\">{}</text>",
-            mt - 12.0,
-            esc(&panel.title)
-        );
-        let _ = writeln!(
-            o,
-            "<rect x=\"{left}\" y=\"{mt}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#888\"/>"
-        );
-        // Decade grid lines and labels.
-        let mut d = x0;
-        while d <= x1 * 1.0001 {
-            let _ = writeln!(
-                o,
-                "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{mt}\" y2=\"{1:.1}\" stroke=\"#e4e4e4\"/><text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\">{3}</text>",
-                px(d),
-                mt + ph,
-                mt + ph + 16.0,
-                label(d)
-            );
-            d *= 10.0;
-        }
-        let mut d = y0;
-        while d <= y1 * 1.0001 {
-            let _ = writeln!(
-                o,
-                "<line x1=\"{left}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{1:.1}\" stroke=\"#e4e4e4\"/><text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\">{4}</text>",
-                left + pw,
-                py(d),
-                left - 6.0,
-                py(d) + 4.0,
-                label(d)
-            );
-            d *= 10.0;
-        }
-        let _ = writeln!(
-            o,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            left + pw / 2.0,
-            mt + ph + 34.0,
-            esc(x_label)
-        );
-        let _ = writeln!(
-            o,
-            "<text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-            left - 48.0,
-            mt + ph / 2.0,
-            esc(y_label)
-        );
-        for (i, s) in panel.series.iter().enumerate() {
-            let pts: Vec<String> = s
-                .points
-                .iter()
-                .filter(|&&(x, y)| x > 0.0 && y > 0.0)
-                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-                .collect();
-            let _ = writeln!(
-                o,
-                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"{}\"><title>{}</title></polyline>",
-                colour(i, 65, 42),
-                pts.join(" "),
-                esc(&s.name)
-            );
-            for &(x, y) in s.points.iter().filter(|&&(x, y)| x > 0.0 && y > 0.0) {
-                let _ = writeln!(
-                    o,
-                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{}: {} tasks, {:.1} {}</title></circle>",
-                    px(x),
-                    py(y),
-                    colour(i, 65, 42),
-                    esc(&s.name),
-                    x,
-                    y,
-                    esc(y_unit)
-                );
-            }
-            let ly = mt + 10.0 + 18.0 * i as f64;
-            let _ = writeln!(
-                o,
-                "<line x1=\"{0:.1}\" x2=\"{1:.1}\" y1=\"{2:.1}\" y2=\"{2:.1}\" stroke=\"{3}\" stroke-width=\"2.5\"/><text x=\"{4:.1}\" y=\"{5:.1}\">{6}</text>",
-                left + pw + 12.0,
-                left + pw + 32.0,
-                ly,
-                colour(i, 65, 42),
-                left + pw + 36.0,
-                ly + 4.0,
-                esc(&s.name)
-            );
-        }
-        for (n, c) in cross.iter().enumerate() {
-            let (cx, cy) = (px(c.x), py(c.y));
-            let _ = writeln!(
-                o,
-                "<g class=\"crossing\"><circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"5\" fill=\"none\" stroke=\"black\" stroke-width=\"1.2\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text><title>{} × {}: {:.0} tasks, {:.1} {}</title></g>",
-                cx + 6.0,
-                cy - 6.0,
-                n + 1,
-                esc(&c.a),
-                esc(&c.b),
-                c.x,
-                c.y,
-                esc(y_unit)
-            );
-        }
-        let cap_y = mt + ph + 56.0;
-        let lines = crossing_lines(cross, y_unit);
-        let lines = if lines.is_empty() {
-            vec!["no lines cross".to_string()]
-        } else {
-            lines
-        };
-        let _ = writeln!(
-            o,
-            "<text x=\"{left}\" y=\"{cap_y:.1}\" font-weight=\"bold\">Crossings</text>"
-        );
-        for (k, l) in lines.iter().enumerate() {
-            let _ = writeln!(
-                o,
-                "<text x=\"{left}\" y=\"{:.1}\">{}</text>",
-                cap_y + 16.0 * (k + 1) as f64,
-                esc(l)
-            );
-        }
+        let labels = (x_label, y_label, y_unit);
+        draw_panel(&mut o, panel, cross, (left, mt, pw, ph), labels);
     }
     o.push_str("</svg>\n");
     o
+}
+
+/// One panel at `(left, top, width, height)`: its title and frame, decade
+/// grid and labels, a line and points per series with its legend, the
+/// crossings marked and listed under it.
+fn draw_panel(
+    o: &mut String,
+    panel: &Panel,
+    cross: &[Crossing],
+    (left, mt, pw, ph): (f64, f64, f64, f64),
+    (x_label, y_label, y_unit): (&str, &str, &str),
+) {
+    let all: Vec<(f64, f64)> = panel
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .filter(|&(x, y)| x > 0.0 && y > 0.0)
+        .collect();
+    let fold = |f: fn(f64, f64) -> f64, init: f64, sel: fn(&(f64, f64)) -> f64| {
+        all.iter().map(sel).fold(init, f)
+    };
+    let (x0, x1) = decades(
+        fold(f64::min, f64::INFINITY, |p| p.0).min(1e300),
+        fold(f64::max, 0.0, |p| p.0).max(1e-300),
+    );
+    let (y0, y1) = decades(
+        fold(f64::min, f64::INFINITY, |p| p.1).min(1e300),
+        fold(f64::max, 0.0, |p| p.1).max(1e-300),
+    );
+    let px = |x: f64| left + (x.log10() - x0.log10()) / (x1.log10() - x0.log10()) * pw;
+    let py = |y: f64| mt + ph - (y.log10() - y0.log10()) / (y1.log10() - y0.log10()) * ph;
+    let _ = writeln!(
+        o,
+        "<text x=\"{left}\" y=\"{:.0}\" font-size=\"13\">{}</text>",
+        mt - 12.0,
+        esc(&panel.title)
+    );
+    let _ = writeln!(
+        o,
+        "<rect x=\"{left}\" y=\"{mt}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#888\"/>"
+    );
+    // Decade grid lines and labels.
+    let mut d = x0;
+    while d <= x1 * 1.0001 {
+        let _ = writeln!(
+            o,
+            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{mt}\" y2=\"{1:.1}\" stroke=\"#e4e4e4\"/><text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\">{3}</text>",
+            px(d),
+            mt + ph,
+            mt + ph + 16.0,
+            label(d)
+        );
+        d *= 10.0;
+    }
+    let mut d = y0;
+    while d <= y1 * 1.0001 {
+        let _ = writeln!(
+            o,
+            "<line x1=\"{left}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{1:.1}\" stroke=\"#e4e4e4\"/><text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\">{4}</text>",
+            left + pw,
+            py(d),
+            left - 6.0,
+            py(d) + 4.0,
+            label(d)
+        );
+        d *= 10.0;
+    }
+    let _ = writeln!(
+        o,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+        left + pw / 2.0,
+        mt + ph + 34.0,
+        esc(x_label)
+    );
+    let _ = writeln!(
+        o,
+        "<text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        left - 48.0,
+        mt + ph / 2.0,
+        esc(y_label)
+    );
+    draw_series(o, panel, &px, &py, (left, mt, pw), y_unit);
+    draw_crossings(o, cross, &px, &py, (left, mt, ph), y_unit);
+}
+
+/// Each series' line and points, and its legend entry right of the panel.
+fn draw_series(
+    o: &mut String,
+    panel: &Panel,
+    px: &dyn Fn(f64) -> f64,
+    py: &dyn Fn(f64) -> f64,
+    (left, mt, pw): (f64, f64, f64),
+    y_unit: &str,
+) {
+    for (i, s) in panel.series.iter().enumerate() {
+        let pts: Vec<String> = s
+            .points
+            .iter()
+            .filter(|&&(x, y)| x > 0.0 && y > 0.0)
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"{}\"><title>{}</title></polyline>",
+            colour(i, 65, 42),
+            pts.join(" "),
+            esc(&s.name)
+        );
+        for &(x, y) in s.points.iter().filter(|&&(x, y)| x > 0.0 && y > 0.0) {
+            let _ = writeln!(
+                o,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{}: {} tasks, {:.1} {}</title></circle>",
+                px(x),
+                py(y),
+                colour(i, 65, 42),
+                esc(&s.name),
+                x,
+                y,
+                esc(y_unit)
+            );
+        }
+        let ly = mt + 10.0 + 18.0 * i as f64;
+        let _ = writeln!(
+            o,
+            "<line x1=\"{0:.1}\" x2=\"{1:.1}\" y1=\"{2:.1}\" y2=\"{2:.1}\" stroke=\"{3}\" stroke-width=\"2.5\"/><text x=\"{4:.1}\" y=\"{5:.1}\">{6}</text>",
+            left + pw + 12.0,
+            left + pw + 32.0,
+            ly,
+            colour(i, 65, 42),
+            left + pw + 36.0,
+            ly + 4.0,
+            esc(&s.name)
+        );
+    }
+}
+
+/// The crossings: marked and numbered on the panel, listed under it.
+fn draw_crossings(
+    o: &mut String,
+    cross: &[Crossing],
+    px: &dyn Fn(f64) -> f64,
+    py: &dyn Fn(f64) -> f64,
+    (left, mt, ph): (f64, f64, f64),
+    y_unit: &str,
+) {
+    for (n, c) in cross.iter().enumerate() {
+        let (cx, cy) = (px(c.x), py(c.y));
+        let _ = writeln!(
+            o,
+            "<g class=\"crossing\"><circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"5\" fill=\"none\" stroke=\"black\" stroke-width=\"1.2\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text><title>{} × {}: {:.0} tasks, {:.1} {}</title></g>",
+            cx + 6.0,
+            cy - 6.0,
+            n + 1,
+            esc(&c.a),
+            esc(&c.b),
+            c.x,
+            c.y,
+            esc(y_unit)
+        );
+    }
+    let cap_y = mt + ph + 56.0;
+    let lines = crossing_lines(cross, y_unit);
+    let lines = if lines.is_empty() {
+        vec!["no lines cross".to_string()]
+    } else {
+        lines
+    };
+    let _ = writeln!(
+        o,
+        "<text x=\"{left}\" y=\"{cap_y:.1}\" font-weight=\"bold\">Crossings</text>"
+    );
+    for (k, l) in lines.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "<text x=\"{left}\" y=\"{:.1}\">{}</text>",
+            cap_y + 16.0 * (k + 1) as f64,
+            esc(l)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -593,6 +593,31 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
             .map_or(" with its default interval".into(), |ms| format!(" --interval {ms}")),
         r.runs.len()
     );
+    print_runs(&r);
+    println!();
+    let bounds = print_goals(&r);
+    println!("PAIRED: the median over runs of corral / baseline within each run (the two ran back to back)");
+    if !bounds.is_empty() {
+        println!("NICE-20, FIFO: the kernel alone beside the same build, cyclictest at nice -20 (the largest fair-class weight) and at SCHED_FIFO priority 1 (preempts every fair thread at its wake-up: no placement of a SCHED_OTHER thread does better)");
+    }
+    if let Some(ops) = r.stress_ops {
+        println!("stress-ng --cpu N --cpu-ops {ops} (calibrated for about 3 s with one worker, kernel alone)");
+    }
+    for w in &r.warnings {
+        println!("warning: {w}");
+    }
+    if let Some(k) = &r.kept {
+        println!(
+            "logs, cyclictest histograms and daemon status snapshots kept in {}",
+            k.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `lab real`'s table of runs: each variant's build time, cyclictest,
+/// frames, what corral managed and stress-ng's times.
+fn print_runs(r: &corral_lab::real::Report) {
     let mut t = Table::new(&[
         "RUN",
         "VARIANT",
@@ -639,9 +664,12 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
         }
     }
     print!("{}", t.render());
-    println!();
-    // The bounds' columns, where they ran (`--bounds`).
-    let bounds: Vec<&str> = real::BOUNDS
+}
+
+/// `lab real`'s medians against their goals, with the bounds' columns
+/// where they ran (`--bounds`); the bounds shown.
+fn print_goals(r: &corral_lab::real::Report) -> Vec<&'static str> {
+    let bounds: Vec<&str> = corral_lab::real::BOUNDS
         .iter()
         .map(|p| p.variant())
         .filter(|b| r.goals.iter().any(|g| g.bounds.contains_key(*b)))
@@ -673,23 +701,7 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
         t.row(row);
     }
     print!("{}", t.render());
-    println!("PAIRED: the median over runs of corral / baseline within each run (the two ran back to back)");
-    if !bounds.is_empty() {
-        println!("NICE-20, FIFO: the kernel alone beside the same build, cyclictest at nice -20 (the largest fair-class weight) and at SCHED_FIFO priority 1 (preempts every fair thread at its wake-up: no placement of a SCHED_OTHER thread does better)");
-    }
-    if let Some(ops) = r.stress_ops {
-        println!("stress-ng --cpu N --cpu-ops {ops} (calibrated for about 3 s with one worker, kernel alone)");
-    }
-    for w in &r.warnings {
-        println!("warning: {w}");
-    }
-    if let Some(k) = &r.kept {
-        println!(
-            "logs, cyclictest histograms and daemon status snapshots kept in {}",
-            k.display()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    bounds
 }
 
 fn on_path(tool: &str) -> bool {

@@ -237,21 +237,13 @@ pub(super) fn comm_of(task: &str) -> &str {
     }
 }
 
-pub(super) fn run_live(
-    o: &Options,
-    groups: &mut LabGroups,
-    threads: &[Thread],
-    json: &Path,
-    dir: &Path,
-) -> Result<Live> {
-    let root = groups.root().to_path_buf();
-    let mut rt = start_rtapp(o, groups, json, dir)?;
-    let pid = rt.pid;
-
-    // rt-app creates its threads in index order, each names itself, then
-    // all wait on a barrier and start together: the use case's start.
+/// rt-app's threads, once it has created them all: in index order, each
+/// named after its task (they then wait on a barrier and start together,
+/// the use case's start).
+fn rtapp_threads(o: &Options, rt: &mut RtApp<'_>, threads: &[Thread]) -> Result<Vec<u32>> {
     let deadline = Instant::now() + Duration::from_secs(10);
-    let tids: Vec<u32> = loop {
+    let pid = rt.pid;
+    Ok(loop {
         if o.stop.load(Ordering::SeqCst) {
             return Err(Error::Interrupted);
         }
@@ -282,7 +274,21 @@ pub(super) fn run_live(
             )));
         }
         std::thread::sleep(Duration::from_millis(1));
-    };
+    })
+}
+
+pub(super) fn run_live(
+    o: &Options,
+    groups: &mut LabGroups,
+    threads: &[Thread],
+    json: &Path,
+    dir: &Path,
+) -> Result<Live> {
+    let root = groups.root().to_path_buf();
+    let mut rt = start_rtapp(o, groups, json, dir)?;
+    let pid = rt.pid;
+
+    let tids = rtapp_threads(o, &mut rt, threads)?;
     let t0 = Instant::now();
     for (th, tid) in threads.iter().zip(&tids) {
         if th.group.is_empty() {

@@ -494,6 +494,71 @@ fn scale_run(task: &mut rtapp::Task, k: f64) {
     }
 }
 
+/// A case's workload text and the name its errors use; why not, when
+/// Debian's example is missing.
+fn case_text(case: &Case) -> std::result::Result<(String, String), String> {
+    match case.source {
+        Source::Embedded(t) => Ok((t.to_string(), format!("{}.json", case.name))),
+        Source::Debian(f) => {
+            let p = Path::new(DEBIAN_EXAMPLES).join(f);
+            std::fs::read_to_string(&p)
+                .map(|t| (t, p.display().to_string()))
+                .map_err(|e| format!("{}: {e} (Debian's rt-app package ships it)", p.display()))
+        }
+    }
+}
+
+/// One row per live thread beside its simulated partner (instances of a
+/// task paired by rank of CPU share), with the relative differences.
+fn task_rows(
+    threads: &[Thread],
+    live_sides: Vec<Side>,
+    mut sim_sides: Vec<Option<Side>>,
+) -> Vec<TaskRow> {
+    let mut tasks = Vec::new();
+    let partner = pair_instances(threads, &live_sides, &sim_sides);
+    for (i, (th, live_side)) in threads.iter().zip(live_sides).enumerate() {
+        let sim_side = sim_sides[partner[i]].take().expect("a permutation");
+        tasks.push(TaskRow {
+            name: th.name.clone(),
+            group: if th.group.is_empty() {
+                "/".into()
+            } else {
+                format!("/{}", th.group)
+            },
+            share_diff_pp: (sim_side.share - live_side.share) * 100.0,
+            wu_lat_p50_rel: rel(live_side.wu_lat_p50_us, sim_side.wu_lat_p50_us),
+            wu_lat_p99_rel: rel(live_side.wu_lat_p99_us, sim_side.wu_lat_p99_us),
+            resp_p50_rel: rel(live_side.resp_p50_us, sim_side.resp_p50_us),
+            resp_p99_rel: rel(live_side.resp_p99_us, sim_side.resp_p99_us),
+            live: live_side,
+            sim: sim_side,
+        });
+    }
+    tasks
+}
+
+/// Each live thread's figures over the window; its CPU time counts
+/// against the CPU the VM had (less what the host stole).
+fn live_sides(live: &Live, sim: &SimInfo, n: usize, window: (Duration, Duration)) -> Vec<Side> {
+    let ncpus = sim.cpus as f64;
+    let had = if live.steal_cpu.is_finite() {
+        ((ncpus - live.steal_cpu) / ncpus).clamp(0.5, 1.0)
+    } else {
+        1.0
+    };
+    (0..n)
+        .map(|i| {
+            side(
+                &live.counters[i],
+                (live.wall.as_nanos() as f64 * had) as u64,
+                &live.logs[i],
+                window,
+            )
+        })
+        .collect()
+}
+
 fn run_case(
     o: &Options,
     case: &Case,
@@ -501,18 +566,11 @@ fn run_case(
     dir: &Path,
     progress: &mut impl FnMut(&str),
 ) -> Result<CaseReport> {
-    let (text, label) = match case.source {
-        Source::Embedded(t) => (t.to_string(), format!("{}.json", case.name)),
-        Source::Debian(f) => {
-            let p = Path::new(DEBIAN_EXAMPLES).join(f);
-            match std::fs::read_to_string(&p) {
-                Ok(t) => (t, p.display().to_string()),
-                Err(e) => {
-                    let why = format!("{}: {e} (Debian's rt-app package ships it)", p.display());
-                    progress(&format!("{}: skipped: {why}", case.name));
-                    return Ok(skipped(case, why));
-                }
-            }
+    let (text, label) = match case_text(case) {
+        Ok(t) => t,
+        Err(why) => {
+            progress(&format!("{}: skipped: {why}", case.name));
+            return Ok(skipped(case, why));
         }
     };
     let live_dir = dir.join("live");
@@ -557,24 +615,7 @@ fn run_case(
     let live = run_live(o, &mut groups, &threads, &workload_path, &live_dir)?;
     groups.cleanup();
     let window = (o.warmup, Duration::from_secs(o.seconds) - TAIL);
-    let mut tasks = Vec::new();
-    let ncpus = sim.cpus as f64;
-    let had = if live.steal_cpu.is_finite() {
-        ((ncpus - live.steal_cpu) / ncpus).clamp(0.5, 1.0)
-    } else {
-        1.0
-    };
-    let live_sides: Vec<Side> = (0..threads.len())
-        .map(|i| {
-            side(
-                &live.counters[i],
-                (live.wall.as_nanos() as f64 * had) as u64,
-                &live.logs[i],
-                window,
-            )
-        })
-        .collect();
-
+    let live_sides = live_sides(&live, sim, threads.len(), window);
     // Both sides ask for the same CPU: each task's `run` costs in the
     // simulator what it cost live (the loop's speed drifts on this VM,
     // and a thread near its fair share is late or not by a few percent).
@@ -597,7 +638,7 @@ fn run_case(
             simulated.names
         )));
     }
-    let mut sim_sides: Vec<Option<Side>> = (0..threads.len())
+    let sim_sides: Vec<Option<Side>> = (0..threads.len())
         .map(|i| {
             Some(side(
                 &simulated.counters[i],
@@ -607,25 +648,7 @@ fn run_case(
             ))
         })
         .collect();
-    let partner = pair_instances(&threads, &live_sides, &sim_sides);
-    for (i, (th, live_side)) in threads.iter().zip(live_sides).enumerate() {
-        let sim_side = sim_sides[partner[i]].take().expect("a permutation");
-        tasks.push(TaskRow {
-            name: th.name.clone(),
-            group: if th.group.is_empty() {
-                "/".into()
-            } else {
-                format!("/{}", th.group)
-            },
-            share_diff_pp: (sim_side.share - live_side.share) * 100.0,
-            wu_lat_p50_rel: rel(live_side.wu_lat_p50_us, sim_side.wu_lat_p50_us),
-            wu_lat_p99_rel: rel(live_side.wu_lat_p99_us, sim_side.wu_lat_p99_us),
-            resp_p50_rel: rel(live_side.resp_p50_us, sim_side.resp_p50_us),
-            resp_p99_rel: rel(live_side.resp_p99_us, sim_side.resp_p99_us),
-            live: live_side,
-            sim: sim_side,
-        });
-    }
+    let tasks = task_rows(&threads, live_sides, sim_sides);
     let last = |logs: &[Vec<LogLine>]| {
         logs.iter()
             .flatten()

@@ -60,6 +60,24 @@ pub struct PolicyReport {
     pub last: Option<StepReport>,
 }
 
+/// Each task's class and group in the plan in force, by name.
+fn record_classes<K: SchedClass>(daemon: &Daemon<SimHost<K>>, report: &mut PolicyReport) {
+    let known: Vec<(String, u32)> = {
+        let m = daemon.host().machine();
+        (0..m.ntasks())
+            .map(|t| (m.task_stats(t).name.clone(), SimHost::<K>::tid_of(t)))
+            .collect()
+    };
+    for (name, tid) in known {
+        if let Some(c) = daemon.class_of(tid) {
+            report.classes.insert(name.clone(), c.as_str().to_string());
+        }
+        if let Some(g) = daemon.plan().group_of(tid) {
+            report.groups.insert(name, g.name.clone());
+        }
+    }
+}
+
 /// Runs the machine until `end` with the daemon managing it, and returns
 /// the daemon (holding the host) with the plan still in force, so callers
 /// can read both; `Daemon::shutdown` puts everything back. `observe`
@@ -171,20 +189,7 @@ pub fn run<K: SchedClass>(
             report.boosts_ended += daemon.check_boosts() as u64;
         }
     }
-    let known: Vec<(String, u32)> = {
-        let m = daemon.host().machine();
-        (0..m.ntasks())
-            .map(|t| (m.task_stats(t).name.clone(), SimHost::<K>::tid_of(t)))
-            .collect()
-    };
-    for (name, tid) in known {
-        if let Some(c) = daemon.class_of(tid) {
-            report.classes.insert(name.clone(), c.as_str().to_string());
-        }
-        if let Some(g) = daemon.plan().group_of(tid) {
-            report.groups.insert(name, g.name.clone());
-        }
-    }
+    record_classes(&daemon, &mut report);
     report.last = Some(daemon.last_step().clone());
     Ok((daemon, report))
 }

@@ -9,7 +9,7 @@ use corral_sim::input::platform::{self, GroupSpec, PlatformSpec};
 use corral_sim::models::Model;
 use corral_sim::out::report::{summarise, Summary};
 use corral_sim::sched::fair::Flavour;
-use corral_sim::sched::features::Features;
+use corral_sim::sched::features::{Feature, Features};
 use corral_sim::{input::rtapp, out::trace};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -141,11 +141,22 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         corral || spec.boosts.is_empty(),
         "the platform scripts boosts, which only --policy corral acts on"
     );
-    anyhow::ensure!(
-        spec.features == Features::default() || kernel == Model::Fair(Flavour::Eevdf),
-        "--sched-feat ({}): the {kernel} model reads no sched_feat switch; eevdf does",
-        spec.features
-    );
+    if spec.features != Features::default() && kernel != Model::Fair(Flavour::Eevdf) {
+        let off: Vec<&str> = Feature::ALL
+            .into_iter()
+            .filter(|f| !spec.features.on(*f))
+            .map(|f| f.name())
+            .collect();
+        let from = if args.sched_feat.is_some() {
+            "--sched-feat"
+        } else {
+            "the platform file's features"
+        };
+        bail!(
+            "{from} turns off {}: the {kernel} model reads no sched_feat switch; only eevdf does",
+            off.join(", ")
+        );
+    }
     let Some(flavour) = kernel.flavour() else {
         // An older run-queue model (Linux 2.4, MLQ, O(1), BFS).
         anyhow::ensure!(

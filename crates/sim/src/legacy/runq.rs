@@ -54,9 +54,10 @@ impl ClassicPolicy {
             Policy::Other => Ok(ClassicPolicy::Other),
             Policy::Fifo => Ok(ClassicPolicy::Fifo),
             Policy::Rr => Ok(ClassicPolicy::Rr),
-            Policy::Batch | Policy::Idle => Err(crate::error::Error::Invalid(format!(
-                "{model}: {policy:?} is not modelled (SCHED_OTHER, SCHED_FIFO, SCHED_RR only)"
-            ))),
+            Policy::Batch | Policy::Idle => Err(crate::error::Error::unsupported(
+                model,
+                format!("{policy:?} is not modelled (SCHED_OTHER, SCHED_FIFO, SCHED_RR only)"),
+            )),
         }
     }
 

@@ -53,14 +53,12 @@ fn variants(tegra: &PlatformSpec) -> Result<Vec<Variant>, Error> {
     let response = |m: &Sim| -> Result<(f64, f64), Error> {
         let t = task(m, "drawing")?;
         let s = &m.task_stats(t).slack;
-        let p50 = s.percentile(50.0).ok_or_else(|| Error::Scenario {
+        let no_events = || Error::Scenario {
             paper: "001",
             what: "no events".into(),
-        })?;
-        let p90 = s.percentile(10.0).ok_or_else(|| Error::Scenario {
-            paper: "001",
-            what: "no events".into(),
-        })?;
+        };
+        let p50 = s.percentile(50.0).ok_or_else(no_events)?;
+        let p90 = s.percentile(10.0).ok_or_else(no_events)?;
         Ok(((period - p50 as f64) / 1e6, (period - p90 as f64) / 1e6))
     };
     let mut variants: Vec<(String, f64, f64)> = Vec::new();

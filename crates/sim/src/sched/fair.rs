@@ -1091,10 +1091,10 @@ impl SchedClass for Fair {
 
     fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), crate::error::Error> {
         if self.flavour != Flavour::Eevdf {
-            return Err(crate::error::Error::Invalid(format!(
-                "{}: no per-task slice before EEVDF",
-                self.name()
-            )));
+            return Err(crate::error::Error::unsupported(
+                self.name(),
+                "no per-task slice before EEVDF",
+            ));
         }
         self.ensure_task(t);
         let e = self.tasks[t].entity;

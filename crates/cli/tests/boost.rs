@@ -83,6 +83,19 @@ impl Lab {
         std::thread::sleep(Duration::from_millis(600));
     }
 
+    /// The daemon's threads and the CPU sets they may run on.
+    fn daemon_threads(&self) -> Vec<(u32, String)> {
+        let pid = self.daemon.as_ref().map_or(0, |d| d.id());
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .map(|t| (t, allowed(t)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn boost(&self, tid: u32, max_ms: u64) -> Output {
         Command::new(BIN)
             .args([
@@ -192,6 +205,17 @@ fn privileged_a_spinning_boosted_thread_is_unboosted_at_max_ms_and_hogs_get_thei
         evicted.is_some(),
         "hogs still on CPU {cpu}: {:?}",
         hogs.iter().map(|&h| allowed(h)).collect::<Vec<_>>()
+    );
+    // corral's own threads stay off it too (LinuxHost::keep_self_shared).
+    let own = lab.daemon_threads();
+    assert!(
+        !own.is_empty()
+            && own.iter().all(|(_, m)| {
+                !corral_core::CpuSet::parse(m)
+                    .unwrap()
+                    .contains(cpu.parse().unwrap())
+            }),
+        "corral's threads on CPU {cpu}: {own:?}"
     );
     // It never blocks, so the cap ends it.
     let ended = wait_for(Duration::from_secs(3), || !boosted(spinner));

@@ -9,7 +9,7 @@ use crate::procevents::{Connector, TaskEvent};
 use crate::sampler::{parse_stat, Sampler, Scope};
 use crate::sysfs;
 use corral_core::host::{Host, HostError, TaskEvents, ThreadProgress};
-use corral_core::plan::Change;
+use corral_core::plan::{Change, GroupKind};
 use corral_core::sample::Snapshot;
 use corral_core::share::{nice_to_weight, Level, NICE_0_WEIGHT};
 use corral_core::{CpuSet, Topology};
@@ -39,6 +39,12 @@ pub struct LinuxHost {
     /// Whether the daemon takes task events (it runs quick steps); if
     /// not, a pass uses the events and drops them.
     consumer: bool,
+    /// corral's own threads and the CPU set each had, once
+    /// [`LinuxHost::keep_self_shared`] asked for them to stay off the
+    /// CPUs it gives threads to themselves.
+    own: Option<Vec<(u32, CpuSet)>>,
+    /// The CPUs of each dedicated or boost group, by name.
+    taken: std::collections::BTreeMap<String, CpuSet>,
 }
 
 impl LinuxHost {
@@ -77,7 +83,88 @@ impl LinuxHost {
             events: Vec::new(),
             pending: TaskEvents::default(),
             consumer: false,
+            own: None,
+            taken: Default::default(),
         })
+    }
+
+    /// Keeps the daemon's own threads off every core it dedicates (or
+    /// gives a boosted thread to itself): a step reading `/proc` for a
+    /// hundred threads is a tenth of a CPU or more on a slow machine, and
+    /// on such a core it takes that from the very thread the core was
+    /// given to (the kernel wakes it there when no other CPU is idle).
+    /// Their sets are put back by [`Host::restore`]. Only for the daemon's
+    /// own process (`corral run`), not for one run inside a test's or the
+    /// lab's process, whose other threads are not its own.
+    pub fn keep_self_shared(&mut self) {
+        self.own = Some(Vec::new());
+    }
+
+    /// After a group's change: corral's threads onto the online CPUs no
+    /// one has to itself, each one's set remembered the first time it is
+    /// seen; back on their own sets when every CPU is someone's. A thread
+    /// that has exited meanwhile is skipped; a set the kernel refuses
+    /// (hot-plug) leaves a thread where it is.
+    fn confine_self(&mut self, change: &Change) {
+        match change {
+            // A boost group on one CPU is a boost's CPU to itself or a
+            // heavy thread's core; on more, the shared or latency CPUs.
+            Change::SetGroup(g)
+                if g.kind == GroupKind::Dedicated
+                    || (g.kind == GroupKind::Boost && g.cpus.len() == 1) =>
+            {
+                self.taken.insert(g.name.clone(), g.cpus.clone());
+            }
+            Change::SetGroup(g) => {
+                self.taken.remove(&g.name);
+            }
+            Change::RemoveGroup { name } => {
+                self.taken.remove(name);
+            }
+            _ => return,
+        }
+        if self.own.is_none() {
+            return;
+        }
+        let Ok(online) = read_cpulist(&self.paths.cpu_dir().join("online")) else {
+            return;
+        };
+        let taken = self
+            .taken
+            .values()
+            .fold(CpuSet::default(), |all, c| all.union(c));
+        let free = online.difference(&taken);
+        let Some(own) = self.own.as_mut() else {
+            return;
+        };
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        for tid in dir
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        {
+            let known = own.iter().find(|(t, _)| *t == tid).map(|(_, m)| m.clone());
+            let before = match known {
+                Some(m) => m,
+                None => match crate::sched::sched_getaffinity(Some(tid)) {
+                    Ok(m) => {
+                        own.push((tid, m.clone()));
+                        m
+                    }
+                    Err(_) => continue,
+                },
+            };
+            let to = if free.is_empty() { &before } else { &free };
+            let _ = crate::sched::sched_setaffinity(tid, to);
+        }
+    }
+
+    /// corral's threads back on the sets they had.
+    fn release_self(&mut self) {
+        for (tid, mask) in self.own.as_mut().map(std::mem::take).unwrap_or_default() {
+            let _ = crate::sched::sched_setaffinity(tid, &mask);
+        }
     }
 
     /// Takes in the process connector's events: threads born in scope are
@@ -218,6 +305,7 @@ impl Host for LinuxHost {
             Change::SetGroup(spec) => {
                 self.placer.set_group(spec)?;
                 self.sampler.set_own_masks(self.placer.narrow_masks());
+                self.confine_self(change);
                 Ok(())
             }
             Change::Move { tid, pid, group } => {
@@ -229,6 +317,7 @@ impl Host for LinuxHost {
             Change::Release { tid } => self.placer.release(*tid),
             Change::RemoveGroup { name } => {
                 self.placer.remove_group(name)?;
+                self.confine_self(change);
                 self.sampler.set_own_masks(self.placer.narrow_masks());
                 Ok(())
             }
@@ -260,6 +349,7 @@ impl Host for LinuxHost {
         if self.dry_run {
             return Ok(());
         }
+        self.release_self();
         self.placer.restore_all()
     }
 

@@ -353,7 +353,7 @@ impl Pinned {
 
 /// Runs `corral lab work bench --ops N` as the bench unit: (wall s, CPU
 /// s), and what [`run_job`] watched.
-fn run_bench(ops: u64, watch: bool) -> (Option<(f64, f64)>, Vec<String>, String, Option<Pinned>) {
+fn run_bench(ops: u64, watch: bool) -> (Option<(f64, f64)>, Watched) {
     let ops = ops.to_string();
     let (v, seen, status, pinned) = run_job(
         BENCH,
@@ -363,8 +363,12 @@ fn run_bench(ops: u64, watch: bool) -> (Option<(f64, f64)>, Vec<String>, String,
         Duration::from_secs(3),
     );
     let f = v.and_then(|v| Some((v["wall_ns"].as_f64()? / 1e9, v["cpu_ns"].as_f64()? / 1e9)));
-    (f, seen, status, pinned)
+    (f, (seen, status, pinned))
 }
+
+/// What [`run_job`] watched: the CPU sets and nice values seen, `corral
+/// status`, and when it was first on one CPU.
+type Watched = (Vec<String>, String, Option<Pinned>);
 
 /// Paper 001's input path as the input unit (`corral lab work
 /// interactive`, [`INPUT_EVENTS`] events of [`INPUT_TE_MS`] every
@@ -1234,7 +1238,7 @@ fn paper_000(c: &mut Checks) {
         out = said;
         let _ = mix();
         std::thread::sleep(Duration::from_secs(5));
-        let (with, s, st, pinned) = run_bench(ops, true);
+        let (with, (s, st, pinned)) = run_bench(ops, true);
         let (ok, said) = systemctl(&["stop", UNIT]);
         stopped &= ok;
         stop_out = said;

@@ -475,6 +475,12 @@ pub enum LabCommand {
     /// CPUs); per task CPU share and wake-up latency side by side. Needs
     /// root and rt-app; creates and removes its own cgroups.
     Validate(ValidateArgs),
+    /// The simulator's PELT against this kernel's: periodic threads of
+    /// four shapes, their `se.avg.util_avg` read from /proc at each
+    /// wake-up and during each sleep, beside the model driven by the same
+    /// instants. Exits 1 unless the error is within LISA's tolerance
+    /// (mean 2 %, largest 5 % of 1024). Needs no root; two CPUs.
+    Pelt(PeltArgs),
     /// A real workload, the kernel alone against corral: a parallel cargo
     /// build of this workspace (offline, fresh target directory) with
     /// cyclictest and a 60 Hz frame loop beside it, and with --stress
@@ -838,6 +844,22 @@ pub enum WorkCommand {
         #[arg(long, value_name = "UID")]
         uid: Option<u32>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct PeltArgs {
+    /// Seconds per shape (the first second is warm-up).
+    #[arg(long, value_name = "S", default_value_t = 4.0)]
+    pub seconds: f64,
+    /// The CPU the periodic thread runs on (default: the last online one).
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// The CPU the sampler runs on (default: the first other online one).
+    #[arg(long, value_name = "N")]
+    pub sampler_cpu: Option<usize>,
+    /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -40,6 +40,7 @@ pub mod latency;
 pub mod medium;
 pub mod overhead;
 pub mod parallel;
+pub mod pelt;
 pub mod reaction;
 pub mod real;
 pub mod soak;

@@ -434,3 +434,40 @@ fn the_simulated_loop_steps_on_the_live_schedule() {
     assert_eq!(seen, want);
     assert_eq!(want.len(), 11, "0, 100, ..., 1000 ms: {want:?}");
 }
+
+/// The `util_avg` the daemon samples is PELT's: a 10 ms / 4 ms thread
+/// alone on its CPU swings between the closed-form bounds
+/// `1024·(1 − y^r)/(1 − y^p)` and that times `y^(p − r)` (r, p in periods
+/// of 1024 µs; y³² = ½), LISA's tolerance (5 % of 1024) around them; a
+/// 2.6.32 kernel has no PELT, and the sample says so.
+#[test]
+fn the_sampled_util_avg_is_pelts_on_an_eevdf_kernel_and_absent_on_2_6_32() {
+    let json = r#"{"tasks": {"medium": {"loop": -1, "run": 4000, "timer": {"ref": "unique", "period": 10000}}}}"#;
+    let mut host = SimHost::new(machine(json, 1));
+    let mut seen = Vec::new();
+    // Every 1.3 ms from 1 s on: each phase of the period.
+    for k in 0..400u64 {
+        host.machine_mut().run_until(1_000_000_000 + k * 1_300_000);
+        let s = host.sample().unwrap();
+        seen.push(s.threads[0].util_avg.expect("PELT on EEVDF") as f64);
+    }
+    let y = 0.5f64.powf(1.0 / 32.0);
+    let (r, p) = (4000.0 / 1024.0, 10000.0 / 1024.0);
+    let max = 1024.0 * (1.0 - y.powf(r)) / (1.0 - y.powf(p));
+    let min = max * y.powf(p - r);
+    let (lo, hi) = seen
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &u| (l.min(u), h.max(u)));
+    assert!((hi - max).abs() < 51.2, "highest {hi}, closed form {max}");
+    assert!((lo - min).abs() < 51.2, "lowest {lo}, closed form {min}");
+
+    let old = Machine::new(
+        Platform::uniform(1),
+        parse(json, "test").unwrap(),
+        Fair::new(Flavour::Cfs, 1),
+    )
+    .unwrap();
+    let mut host = SimHost::new(old);
+    host.machine_mut().run_until(100_000_000);
+    assert_eq!(host.sample().unwrap().threads[0].util_avg, None);
+}

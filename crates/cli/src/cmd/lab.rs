@@ -1275,3 +1275,71 @@ fn exit_code(ok: bool) -> ExitCode {
         ExitCode::FAILURE
     }
 }
+
+/// `corral lab pelt`: the simulator's PELT against the kernel's.
+pub fn pelt(paths: &HostPaths, args: &crate::args::PeltArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.seconds.is_finite() && args.seconds >= 2.0 && args.seconds <= 600.0,
+        "--seconds must be at least 2 (the first is warm-up) and at most 600, not {}",
+        args.seconds
+    );
+    let online = corral_linux::sysfs::read_topology(paths)
+        .context("cannot read the CPUs")?
+        .online;
+    let cpu = args
+        .cpu
+        .or_else(|| online.last().map(|c| c as usize))
+        .context("no CPU is online")?;
+    let sampler = args
+        .sampler_cpu
+        .or_else(|| online.iter().map(|c| c as usize).find(|&c| c != cpu))
+        .context("corral lab pelt needs two online CPUs (one for the periodic thread, one for the sampler)")?;
+    let r = corral_lab::pelt::run(args.seconds, cpu, sampler, |line| {
+        eprintln!("corral lab pelt: {line}")
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "PELT util_avg, kernel (/proc) vs model (corral_sim::sched::pelt) driven by the kernel's own instants; thread on CPU {}, {} s per shape; tolerance: mean error {:.1}, largest {:.1} (2 % and 5 % of 1024)",
+            r.cpu,
+            r.seconds,
+            corral_lab::pelt::MEAN_TOLERANCE,
+            corral_lab::pelt::MAX_TOLERANCE
+        );
+        let mut t = Table::new(&[
+            "RUN/PERIOD (us)",
+            "PERIODS",
+            "RESTARTS",
+            "AT WAKE kernel/model",
+            "ASLEEP kernel/model",
+            "MEAN ERR",
+            "MAX ERR",
+            "VERDICT",
+        ]);
+        for c in &r.cases {
+            t.row(vec![
+                format!("{}/{}", c.shape.run_us, c.shape.period_us),
+                c.periods.to_string(),
+                c.restarts.to_string(),
+                format!("{:.1}/{:.1}", c.kernel_wake_mean, c.model_wake_mean),
+                format!("{:.1}/{:.1}", c.kernel_sleep_mean, c.model_sleep_mean),
+                format!("{:.1}", c.mean_error),
+                format!("{:.1}", c.max_error),
+                if c.within { "within" } else { "OUTSIDE" }.into(),
+            ]);
+        }
+        print!("{}", t.render());
+        for c in r.cases.iter().filter(|c| !c.within) {
+            println!(
+                "{}/{} us: largest error {}",
+                c.shape.run_us, c.shape.period_us, c.worst
+            );
+        }
+    }
+    Ok(if r.within {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -14,7 +14,7 @@
 //! | `voluntary_switches` | status | times it blocked |
 //! | `involuntary_switches` | status | times preempted |
 //! | `nr_migrations` | sched | migrations |
-//! | `util_avg` | sched (PELT) | `None`: PELT is not modelled |
+//! | `util_avg` | sched (PELT) | the task's PELT `util_avg` as of its last update (`sched::pelt`), on a kernel that keeps it (EEVDF era); `None` for an RT thread or on an older kernel |
 //!
 //! Changes map onto the machine's runtime controls as the live placer's
 //! cgroup writes do: a group is `/corral/NAME` in the cpu controller (its
@@ -256,7 +256,11 @@ impl<K: SchedClass> SimHost<K> {
             voluntary_switches: s.sleeps,
             involuntary_switches: s.preemptions,
             nr_migrations: Some(s.migrations),
-            util_avg: None,
+            util_avg: self
+                .m
+                .task_pelt(t)
+                .filter(|_| self.fair(t))
+                .map(|a| a.util_avg as u32),
             cpu: self.m.task_cpu(t) as u32,
             policy: spec.policy.into(),
             nice: self.m.task_nice(t),

@@ -38,6 +38,10 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         self.fair.name()
     }
 
+    fn tracks_pelt(&self) -> bool {
+        self.fair.tracks_pelt()
+    }
+
     fn set_nice(&mut self, t: TaskId, nice: i32) {
         if !self.rt_task(t) {
             self.fair.set_nice(t, nice);

@@ -74,8 +74,9 @@
 //! - `sched_yield`: an eligible task's vruntime jumps to its deadline.
 //!
 //! Checked against Linux 6.18.35's kernel/sched/fair.c and features.h.
-//! Not modelled (XXX): PELT (group shares follow `max(weight, load_avg)`
-//! in the kernel), the PICK_BUDDY `next` buddy a sleeping task leaves its
+//! Not modelled (XXX): PELT in the group weights (the kernel's group
+//! shares follow the cfs_rqs' `load_avg`; tasks' PELT averages are kept
+//! by the machine, `crate::sched::pelt`, for what `/proc` shows), the PICK_BUDDY `next` buddy a sleeping task leaves its
 //! group, 6.18's task-based bandwidth throttling (tasks leave at the return to user space; here the group
 //! entity leaves at once, as before 6.18).
 //!
@@ -1058,6 +1059,10 @@ impl SchedClass for Fair {
             Flavour::Cfs => "cfs-2.6.32",
             Flavour::Eevdf => "eevdf-6.18",
         }
+    }
+
+    fn tracks_pelt(&self) -> bool {
+        self.flavour == Flavour::Eevdf
     }
 
     fn set_nice(&mut self, t: TaskId, nice: i32) {

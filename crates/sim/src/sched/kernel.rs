@@ -134,6 +134,11 @@ impl Work {
 pub trait SchedClass {
     /// The model's name, for reports.
     fn name(&self) -> &'static str;
+    /// Whether its kernel keeps PELT averages (Linux 3.8+): the machine
+    /// then tracks each task's ([`crate::sched::pelt`]).
+    fn tracks_pelt(&self) -> bool {
+        false
+    }
     /// Sets a task's nice value (its load weight).
     fn set_nice(&mut self, t: TaskId, nice: i32);
     /// Sets a task's policy (before it first runs); a class refuses the
@@ -259,6 +264,9 @@ pub trait SchedClass {
 impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+    fn tracks_pelt(&self) -> bool {
+        (**self).tracks_pelt()
     }
     fn set_nice(&mut self, t: TaskId, nice: i32) {
         (**self).set_nice(t, nice)

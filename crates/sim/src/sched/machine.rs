@@ -16,6 +16,8 @@ use crate::error::Error;
 use crate::input::rtapp::{Event, Name, TimerMode, Workload};
 use crate::out::hist::{Histogram, SignedHistogram};
 use crate::sched::kernel::{SchedClass, TaskId};
+use crate::sched::pelt::{Pelt, SchedAvg};
+use corral_core::share::nice_to_weight;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -255,6 +257,8 @@ pub struct Machine<K: SchedClass> {
     gov: GovState,
     /// Paper 001's boost per task: (nice while awake, own nice).
     wake_boost: Vec<Option<(i32, i32)>>,
+    /// Each task's PELT averages, when the kernel keeps them.
+    pelt: Option<Pelt>,
 }
 
 #[derive(Debug, Default)]
@@ -510,7 +514,11 @@ impl<K: SchedClass> Machine<K> {
             .map(|n| (n.max(1), Vec::new()))
             .collect();
         let ntasks = tasks.len();
+        let pelt = k
+            .tracks_pelt()
+            .then(|| Pelt::new(ntasks, &platform.capacities));
         Ok(Machine {
+            pelt,
             q,
             k,
             platform,
@@ -777,6 +785,7 @@ impl<K: SchedClass> Machine<K> {
         self.tasks[t].gen += 1;
         self.tasks[t].state = State::Runnable;
         self.tasks[t].ready_since = now;
+        self.pelt_stop(t, cpu, false);
         self.k.put_prev(cpu, t, now);
     }
 
@@ -790,6 +799,9 @@ impl<K: SchedClass> Machine<K> {
         let task = &mut self.tasks[t];
         task.cpu = cpu;
         task.stats.migrations += 1;
+        if let Some(p) = self.pelt.as_mut() {
+            p.migrate(t, from, cpu, nice_to_weight(self.tasks[t].nice), now);
+        }
         self.k.enqueue(cpu, t, false, now);
         self.join(cpu, t);
         match self.k.curr(cpu) {
@@ -1000,6 +1012,20 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
+    /// PELT: running task `t` stops on `cpu` (preempted, or it sleeps).
+    fn pelt_stop(&mut self, t: TaskId, cpu: usize, sleeps: bool) {
+        let now = self.now();
+        if let Some(p) = self.pelt.as_mut() {
+            p.stop(t, cpu, nice_to_weight(self.tasks[t].nice), sleeps, now);
+        }
+    }
+
+    /// Task `t`'s PELT averages as of their last update (what
+    /// `/proc/PID/sched` shows), when the kernel keeps them.
+    pub fn task_pelt(&self, t: TaskId) -> Option<&SchedAvg> {
+        self.pelt.as_ref().map(|p| p.avg(t))
+    }
+
     /// Charges a running task's progress since it started running.
     fn charge(&mut self, t: TaskId) {
         self.charge_at(t, self.now());
@@ -1102,6 +1128,9 @@ impl<K: SchedClass> Machine<K> {
             task.stats.migrations += 1;
         }
         task.cpu = cpu;
+        if let Some(p) = self.pelt.as_mut() {
+            p.wake(t, prev, cpu, nice_to_weight(self.tasks[t].nice), now);
+        }
         self.k.enqueue(cpu, t, true, now);
         self.join(cpu, t);
         if self.record {
@@ -1131,6 +1160,7 @@ impl<K: SchedClass> Machine<K> {
             task.gen += 1;
             task.state = State::Runnable;
             task.ready_since = now;
+            self.pelt_stop(c, cpu, false);
             self.k.put_prev(cpu, c, now);
             let next = self.k.pick_next(cpu, now);
             if next != Some(c) {
@@ -1325,6 +1355,9 @@ impl<K: SchedClass> Machine<K> {
             online[c] && tasks[t].allowed.contains(&c)
         });
         for &(t, from) in &moved {
+            if let Some(p) = self.pelt.as_mut() {
+                p.migrate(t, from, cpu, nice_to_weight(self.tasks[t].nice), now);
+            }
             let task = &mut self.tasks[t];
             task.cpu = cpu;
             task.stats.migrations += 1;
@@ -1343,6 +1376,13 @@ impl<K: SchedClass> Machine<K> {
         if from != cpu {
             self.leave(from, t);
             self.join(cpu, t);
+        }
+        if let Some(p) = self.pelt.as_mut() {
+            let w = nice_to_weight(self.tasks[t].nice);
+            if from != cpu {
+                p.migrate(t, from, cpu, w, now);
+            }
+            p.run(t, cpu, w, now);
         }
         let task = &mut self.tasks[t];
         if task.cpu != cpu {
@@ -1392,6 +1432,7 @@ impl<K: SchedClass> Machine<K> {
             State::Blocked
         };
         self.end_run(t, cpu);
+        self.pelt_stop(t, cpu, !exited);
         self.k.dequeue(cpu, t, !exited, now);
         if let Some((_, own)) = self.wake_boost[t] {
             self.k.set_nice(t, own);

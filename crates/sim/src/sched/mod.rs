@@ -10,4 +10,5 @@ pub mod fair;
 pub mod features;
 pub mod kernel;
 pub mod machine;
+pub mod pelt;
 pub mod rt;

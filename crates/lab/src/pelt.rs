@@ -1,0 +1,468 @@
+//! `corral lab pelt`: the simulator's PELT (`corral_sim::sched::pelt`)
+//! against the live kernel's, on periodic threads.
+//!
+//! A thread pinned to one CPU wakes every period, reads its own PELT
+//! state from `/proc/thread-self/sched` (computed as the kernel enqueued
+//! it and put it on the CPU: `se.avg.*_sum`, `*_avg`, `last_update_time`,
+//! and `se.sum_exec_runtime`), spins for the run time and sleeps until
+//! the next period; a sampler pinned to another CPU reads the same file
+//! while it sleeps (the state computed at its dequeue, which holds until
+//! it wakes). The model starts from the kernel's state at a wake-up (its
+//! `period_contrib`, which `/proc` does not show, found as the one
+//! position in the period that gives the three averages from the three
+//! sums) and is then driven by the kernel's own instants — each
+//! `last_update_time`, in the CPU's `clock_pelt` — and by the CPU time
+//! the thread got between them (the rest of a span it waited). Its
+//! `util_avg` at each wake-up and each sleep is compared with the
+//! kernel's. The tolerance is LISA's for its own PELT model: mean error at
+//! most 2 % and largest at most 5 % of 1024.
+//!
+//! No wall clock enters the model: a virtual machine's stolen time, which
+//! the guest kernel's clock leaves out, cannot skew it. A period whose
+//! sleep was not sampled (the sampler itself descheduled) breaks the
+//! chain; the model starts again from the next wake-up's state.
+
+use crate::error::{Error, Result};
+use crate::work::mono_ns;
+use corral_sim::sched::pelt::{SchedAvg, PELT_MIN_DIVIDER};
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// LISA's tolerance for a PELT model: mean error, in util units of 1024.
+pub const MEAN_TOLERANCE: f64 = 0.02 * 1024.0;
+/// … and largest error.
+pub const MAX_TOLERANCE: f64 = 0.05 * 1024.0;
+
+/// The first part of a run, before the model starts, ns: the signal
+/// climbs to its steady swing meanwhile.
+const WARMUP_NS: u64 = 500_000_000;
+
+/// One periodic thread's shape.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Shape {
+    pub run_us: u64,
+    pub period_us: u64,
+}
+
+/// The shapes `corral lab pelt` runs: short and long runs (shorter and
+/// longer than a 4 ms tick), light and heavy duty cycles.
+pub const SHAPES: [Shape; 4] = [
+    Shape {
+        run_us: 2_000,
+        period_us: 8_000,
+    },
+    Shape {
+        run_us: 6_000,
+        period_us: 10_000,
+    },
+    Shape {
+        run_us: 1_000,
+        period_us: 16_000,
+    },
+    Shape {
+        run_us: 12_000,
+        period_us: 16_000,
+    },
+];
+
+/// What `/proc/…/sched` shows of a task's PELT state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Reading {
+    /// `se.avg.last_update_time`: the CPU's `clock_pelt` at the last
+    /// update, ns.
+    lut: u64,
+    load_sum: u64,
+    runnable_sum: u64,
+    util_sum: u64,
+    load_avg: u64,
+    runnable_avg: u64,
+    util_avg: u64,
+    /// `se.sum_exec_runtime`, ns.
+    sum_exec_ns: u64,
+}
+
+impl Reading {
+    /// From a `sched` file's text; `None` if a field is missing.
+    fn parse(text: &str) -> Option<Reading> {
+        let field = |name: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .and_then(|l| l.split(':').nth(1))
+                .map(str::trim)
+        };
+        let int = |name: &str| field(name).and_then(|v| v.parse::<u64>().ok());
+        // "%Ld.%06ld" ms.
+        let exec = field("se.sum_exec_runtime")?;
+        let (ms, frac) = exec.split_once('.')?;
+        Some(Reading {
+            lut: int("se.avg.last_update_time")?,
+            load_sum: int("se.avg.load_sum")?,
+            runnable_sum: int("se.avg.runnable_sum")?,
+            util_sum: int("se.avg.util_sum")?,
+            load_avg: int("se.avg.load_avg")?,
+            runnable_avg: int("se.avg.runnable_avg")?,
+            util_avg: int("se.avg.util_avg")?,
+            sum_exec_ns: ms.parse::<u64>().ok()? * 1_000_000 + frac.parse::<u64>().ok()?,
+        })
+    }
+
+    /// The model's state from the kernel's. `period_contrib` is not
+    /// shown: it is the position `p` in the period whose divider
+    /// `PELT_MIN_DIVIDER + p` gives `util_avg`, `runnable_avg` and
+    /// `load_avg` (weight 1024) from their sums (`___update_load_avg`);
+    /// the middle of those that do. `None` when none does (a reading
+    /// torn by an update).
+    fn to_model(self) -> Option<SchedAvg> {
+        let fits: Vec<u64> = (0..1024u64)
+            .filter(|p| {
+                let d = PELT_MIN_DIVIDER + p;
+                self.util_sum / d == self.util_avg
+                    && self.runnable_sum / d == self.runnable_avg
+                    && 1024 * self.load_sum / d == self.load_avg
+            })
+            .collect();
+        let p = *fits.get(fits.len() / 2)?;
+        Some(SchedAvg {
+            last_update_time: self.lut,
+            load_sum: self.load_sum,
+            runnable_sum: self.runnable_sum,
+            util_sum: self.util_sum as u32,
+            period_contrib: p as u32,
+            load_avg: self.load_avg,
+            runnable_avg: self.runnable_avg,
+            util_avg: self.util_avg,
+            util_est: 0,
+        })
+    }
+}
+
+/// One period as the thread lived it.
+#[derive(Debug, Clone, Copy)]
+struct Period {
+    wake_ns: u64,
+    sleep_ns: u64,
+    /// Its state read at the wake-up.
+    at_wake: Option<Reading>,
+}
+
+/// A shape's comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseReport {
+    pub shape: Shape,
+    /// Periods compared; times the model started again (a sleep not
+    /// sampled, a reading that fits no period position).
+    pub periods: usize,
+    pub restarts: usize,
+    /// At the wake-ups (enqueue) and during the sleeps (dequeue): the
+    /// kernel's mean value and the model's.
+    pub kernel_wake_mean: f64,
+    pub model_wake_mean: f64,
+    pub kernel_sleep_mean: f64,
+    pub model_sleep_mean: f64,
+    /// |model − kernel| over every value compared.
+    pub mean_error: f64,
+    pub max_error: f64,
+    /// Where the largest error was.
+    pub worst: String,
+    pub within: bool,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub cpu: usize,
+    pub sampler_cpu: usize,
+    pub seconds: f64,
+    pub cases: Vec<CaseReport>,
+    pub within: bool,
+}
+
+fn gettid() -> u32 {
+    rustix::thread::gettid().as_raw_nonzero().get() as u32
+}
+
+fn pin(cpu: usize) -> Result<()> {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set)
+        .map_err(|e| Error::Environment(format!("cannot pin a thread to CPU {cpu}: {e}")))
+}
+
+/// Sleeps until monotonic time `at_ns`.
+fn sleep_until(at_ns: u64) {
+    let ts = rustix::time::Timespec {
+        tv_sec: (at_ns / 1_000_000_000) as i64,
+        tv_nsec: (at_ns % 1_000_000_000) as i64,
+    };
+    let _ = rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &ts);
+}
+
+/// Runs `shape` for `seconds` on `cpu`, sampled from `sampler_cpu`.
+fn run_shape(shape: Shape, seconds: f64, cpu: usize, sampler_cpu: usize) -> Result<CaseReport> {
+    let tid = Arc::new(AtomicU32::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let periods = (seconds * 1e6 / shape.period_us as f64).ceil() as u64;
+    let worker = {
+        let (tid, done) = (tid.clone(), done.clone());
+        std::thread::spawn(move || -> Result<Vec<Period>> {
+            pin(cpu)?;
+            tid.store(gettid(), Ordering::SeqCst);
+            let path = "/proc/thread-self/sched";
+            let mut out = Vec::with_capacity(periods as usize);
+            let start = mono_ns() + 20_000_000;
+            for k in 0..periods {
+                let at = start + k * shape.period_us * 1000;
+                sleep_until(at);
+                let wake_ns = mono_ns();
+                let at_wake = std::fs::read_to_string(path)
+                    .ok()
+                    .and_then(|t| Reading::parse(&t));
+                let end = at + shape.run_us * 1000;
+                while mono_ns() < end {
+                    std::hint::spin_loop();
+                }
+                out.push(Period {
+                    wake_ns,
+                    sleep_ns: mono_ns(),
+                    at_wake,
+                });
+            }
+            done.store(true, Ordering::SeqCst);
+            Ok(out)
+        })
+    };
+    // The sampler, every 500 µs: (before the read, after it, reading).
+    let samples = Arc::new(Mutex::new(Vec::<(u64, u64, Reading)>::new()));
+    pin(sampler_cpu)?;
+    while tid.load(Ordering::SeqCst) == 0 && !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let path = format!("/proc/self/task/{}/sched", tid.load(Ordering::SeqCst));
+    while !done.load(Ordering::SeqCst) && !worker.is_finished() {
+        let t = mono_ns();
+        let read = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| Reading::parse(&t));
+        if let Some(r) = read {
+            samples.lock().expect("sampler").push((t, mono_ns(), r));
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let lived = worker
+        .join()
+        .map_err(|_| Error::Measurement("the periodic thread panicked".into()))??;
+    let samples = samples.lock().expect("sampler").clone();
+    Ok(compare(shape, &lived, &samples))
+}
+
+/// The state at period `i`'s dequeue: the last sample read wholly within
+/// its sleep (from 200 µs after it began to 100 µs before the next
+/// wake-up: a read the wake-up overtakes shows the enqueue's state), and
+/// stamped after the wake-up's.
+fn asleep(lived: &[Period], i: usize, samples: &[(u64, u64, Reading)]) -> Option<Reading> {
+    let p = &lived[i];
+    let next = lived.get(i + 1).map_or(u64::MAX, |n| n.wake_ns);
+    let woke = p.at_wake?.lut;
+    samples
+        .iter()
+        .rev()
+        .find(|(t0, t1, _)| *t0 > p.sleep_ns + 200_000 && t1 + 100_000 < next)
+        .map(|s| s.2)
+        .filter(|r| r.lut > woke)
+}
+
+/// The model driven by the kernel's instants against the kernel's values
+/// (see the module's comment).
+fn compare(shape: Shape, lived: &[Period], samples: &[(u64, u64, Reading)]) -> CaseReport {
+    let first = lived.first().map_or(0, |p| p.wake_ns);
+    let mut model: Option<SchedAvg> = None;
+    let (mut errors, mut restarts, mut compared) = (Vec::new(), 0, 0);
+    let mut worst = (0.0, String::new());
+    let (mut kw, mut mw, mut ks, mut ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut note = |e: f64, what: String, errors: &mut Vec<f64>| {
+        if e > worst.0 {
+            worst = (e, what);
+        }
+        errors.push(e);
+    };
+    for (i, p) in lived.iter().enumerate() {
+        let Some(w) = p.at_wake.filter(|_| p.wake_ns >= first + WARMUP_NS) else {
+            continue;
+        };
+        match model.as_mut() {
+            None => {
+                model = w.to_model();
+                restarts += model.is_some() as usize;
+            }
+            Some(m) => {
+                // Asleep since its dequeue: it decays.
+                m.update_se(w.lut, 1024, false, false);
+                let e = (m.util_avg as f64 - w.util_avg as f64).abs();
+                note(
+                    e,
+                    format!(
+                        "at wake-up {i}: kernel {}, model {}",
+                        w.util_avg, m.util_avg
+                    ),
+                    &mut errors,
+                );
+                kw.push(w.util_avg as f64);
+                mw.push(m.util_avg as f64);
+                compared += 1;
+            }
+        }
+        let Some(m) = model.as_mut() else {
+            continue;
+        };
+        let Some(d) = asleep(lived, i, samples) else {
+            model = None;
+            continue;
+        };
+        // Queued from the wake-up's stamp to the dequeue's; it ran for
+        // its CPU time of that span and waited the rest (first: when is
+        // not known).
+        let span = d.lut - w.lut;
+        let ran = d.sum_exec_ns.saturating_sub(w.sum_exec_ns).min(span);
+        m.update_se(w.lut + (span - ran), 1024, true, false);
+        m.update_se(d.lut, 1024, true, true);
+        let e = (m.util_avg as f64 - d.util_avg as f64).abs();
+        note(
+            e,
+            format!(
+                "asleep after period {i}: kernel {}, model {}",
+                d.util_avg, m.util_avg
+            ),
+            &mut errors,
+        );
+        ks.push(d.util_avg as f64);
+        ms.push(m.util_avg as f64);
+    }
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let mean_error = mean(&errors);
+    let max_error = errors.iter().copied().fold(0.0, f64::max);
+    CaseReport {
+        shape,
+        periods: compared,
+        restarts,
+        kernel_wake_mean: mean(&kw),
+        model_wake_mean: mean(&mw),
+        kernel_sleep_mean: mean(&ks),
+        model_sleep_mean: mean(&ms),
+        mean_error,
+        max_error,
+        worst: worst.1,
+        within: !errors.is_empty() && mean_error <= MEAN_TOLERANCE && max_error <= MAX_TOLERANCE,
+    }
+}
+
+/// Runs every shape of [`SHAPES`] for `seconds` each, the thread on
+/// `cpu` and the sampler on `sampler_cpu`; `progress` hears of each.
+pub fn run(
+    seconds: f64,
+    cpu: usize,
+    sampler_cpu: usize,
+    mut progress: impl FnMut(&str),
+) -> Result<Report> {
+    if cpu == sampler_cpu {
+        return Err(Error::Invalid(
+            "the periodic thread and the sampler need two different CPUs".into(),
+        ));
+    }
+    let mut cases = Vec::new();
+    for shape in SHAPES {
+        progress(&format!(
+            "{} µs every {} µs for {seconds} s",
+            shape.run_us, shape.period_us
+        ));
+        cases.push(run_shape(shape, seconds, cpu, sampler_cpu)?);
+    }
+    let within = cases.iter().all(|c| c.within);
+    Ok(Report {
+        cpu,
+        sampler_cpu,
+        seconds,
+        cases,
+        within,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCHED: &str = "se.sum_exec_runtime                          :          2044.066331
+se.avg.load_sum                              :                47309
+se.avg.runnable_sum                          :             13783040
+se.avg.util_sum                              :             12345678
+se.avg.load_avg                              :                 1021
+se.avg.runnable_avg                          :                  290
+se.avg.util_avg                              :                  260
+se.avg.last_update_time                      :       12138725325824
+";
+
+    #[test]
+    fn a_sched_file_is_read_and_its_period_position_found() {
+        let r = Reading::parse(SCHED).unwrap();
+        assert_eq!(r.sum_exec_ns, 2_044_066_331);
+        assert_eq!(r.lut, 12138725325824);
+        assert_eq!(r.util_avg, 260);
+        let m = r.to_model().unwrap();
+        let d = PELT_MIN_DIVIDER + m.period_contrib as u64;
+        assert_eq!(r.util_sum / d, 260);
+        assert_eq!(1024 * r.load_sum / d, 1021);
+        assert!(Reading::parse("se.avg.util_avg : 3").is_none());
+    }
+
+    /// A periodic thread as the kernel would report it, from the model
+    /// itself: wake-up readings and one sleep sample per period.
+    fn lived(offset: u64) -> (Vec<Period>, Vec<(u64, u64, Reading)>) {
+        let mut m = SchedAvg::default();
+        let (mut lived, mut samples) = (Vec::new(), Vec::new());
+        let mut exec = 0;
+        let read = |m: &SchedAvg, exec: u64| Reading {
+            lut: m.last_update_time,
+            load_sum: m.load_sum,
+            runnable_sum: m.runnable_sum,
+            util_sum: m.util_sum as u64,
+            load_avg: m.load_avg,
+            runnable_avg: m.runnable_avg,
+            util_avg: m.util_avg,
+            sum_exec_ns: exec,
+        };
+        for k in 0..300u64 {
+            let wake = k * 8_000_000 + 777;
+            m.update_se(wake, 1024, false, false);
+            let w = read(&m, exec);
+            m.update_se(wake + 2_000_000, 1024, true, true);
+            exec += 2_000_000;
+            let mut d = read(&m, exec);
+            d.util_avg += offset;
+            samples.push((wake + 5_000_000, wake + 5_000_100, d));
+            lived.push(Period {
+                wake_ns: wake,
+                sleep_ns: wake + 2_000_000,
+                at_wake: Some(w),
+            });
+        }
+        (lived, samples)
+    }
+
+    #[test]
+    fn a_kernel_that_agrees_with_the_model_is_within_and_one_that_does_not_is_not() {
+        let (l, s) = lived(0);
+        let r = compare(SHAPES[0], &l, &s);
+        assert!(r.within && r.max_error <= 1.0 && r.periods > 200, "{r:?}");
+        // A kernel reading 100 higher at every sleep: outside.
+        let (l, s) = lived(100);
+        let r = compare(SHAPES[0], &l, &s);
+        assert!(!r.within && r.max_error >= 99.0, "{r:?}");
+    }
+}

@@ -481,6 +481,12 @@ pub enum LabCommand {
     /// instants. Exits 1 unless the error is within LISA's tolerance
     /// (mean 2 %, largest 5 % of 1024). Needs no root; two CPUs.
     Pelt(PeltArgs),
+    /// What the scheduler's own work costs here: a context switch, the
+    /// wake-up of a thread on another CPU, a migration's cache refill, a
+    /// tick (medians; as lmbench's lat_ctx and perf bench sched pipe
+    /// measure them). Prints a platform file's `[costs]` section for
+    /// `corral sim --platform`. No root; two CPUs.
+    Costs(CostsArgs),
     /// A real workload, the kernel alone against corral: a parallel cargo
     /// build of this workspace (offline, fresh target directory) with
     /// cyclictest and a 60 Hz frame loop beside it, and with --stress
@@ -552,6 +558,10 @@ pub struct ValidateArgs {
     /// Keep the live and simulated rt-app logs in this directory.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// Measure this machine's scheduling costs first (as `corral lab
+    /// costs`) and give them to the simulated machine.
+    #[arg(long)]
+    pub costs: bool,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -844,6 +854,16 @@ pub enum WorkCommand {
         #[arg(long, value_name = "UID")]
         uid: Option<u32>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CostsArgs {
+    /// The two CPUs to measure on (default: the last two online).
+    #[arg(long, value_name = "A,B", value_delimiter = ',', num_args = 2)]
+    pub cpus: Option<Vec<usize>>,
+    /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,7 @@
 //! - [`error`]: the one error type every experiment returns.
 
 pub mod boost_bench;
+pub mod costs;
 pub mod crash;
 pub mod daemon_process;
 pub mod daemon_thread;

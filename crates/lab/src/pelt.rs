@@ -8,9 +8,9 @@
 //! the next period; a sampler pinned to another CPU reads the same file
 //! while it sleeps (the state computed at its dequeue, which holds until
 //! it wakes). The model starts from the kernel's state at a wake-up (its
-//! `period_contrib`, which `/proc` does not show, found as the one
-//! position in the period that gives the three averages from the three
-//! sums) and is then driven by the kernel's own instants — each
+//! `period_contrib`, which `/proc` does not show, from the entity's phase
+//! in the period: the one under which the readings' averages are their
+//! sums over the divider) and is then driven by the kernel's own instants — each
 //! `last_update_time`, in the CPU's `clock_pelt` — and by the CPU time
 //! the thread got between them (the rest of a span it waited). Its
 //! `util_avg` at each wake-up and each sleep is compared with the
@@ -108,23 +108,27 @@ impl Reading {
         })
     }
 
-    /// The model's state from the kernel's. `period_contrib` is not
-    /// shown: it is the position `p` in the period whose divider
-    /// `PELT_MIN_DIVIDER + p` gives `util_avg`, `runnable_avg` and
-    /// `load_avg` (weight 1024) from their sums (`___update_load_avg`);
-    /// the middle of those that do. `None` when none does (a reading
-    /// torn by an update).
-    fn to_model(self) -> Option<SchedAvg> {
-        let fits: Vec<u64> = (0..1024u64)
-            .filter(|p| {
-                let d = PELT_MIN_DIVIDER + p;
-                self.util_sum / d == self.util_avg
-                    && self.runnable_sum / d == self.runnable_avg
-                    && 1024 * self.load_sum / d == self.load_avg
-            })
-            .collect();
-        let p = *fits.get(fits.len() / 2)?;
-        Some(SchedAvg {
+    /// Whether its averages are its sums over the divider of position
+    /// `p` in the period (`___update_load_avg`, weight 1024): false when
+    /// the last update did not cross a period boundary (the sums moved,
+    /// the averages did not) or the reading was torn.
+    fn fresh_at(&self, p: u64) -> bool {
+        let d = PELT_MIN_DIVIDER + p;
+        self.util_sum / d == self.util_avg
+            && self.runnable_sum / d == self.runnable_avg
+            && 1024 * self.load_sum / d == self.load_avg
+    }
+
+    /// Its position in the period, `period_contrib`, which `/proc` does
+    /// not show, from the entity's `phase` ([`phase_of`]).
+    fn position(&self, phase: u64) -> u64 {
+        ((self.lut >> 10) + 1024 - phase) % 1024
+    }
+
+    /// The model's state from the kernel's, if the reading is fresh.
+    fn to_model(self, phase: u64) -> Option<SchedAvg> {
+        let p = self.position(phase);
+        self.fresh_at(p).then_some(SchedAvg {
             last_update_time: self.lut,
             load_sum: self.load_sum,
             runnable_sum: self.runnable_sum,
@@ -136,6 +140,24 @@ impl Reading {
             util_est: 0,
         })
     }
+}
+
+/// An entity's phase: `(last_update_time / 1024 − period_contrib) mod
+/// 1024` does not change from one update to the next (`accumulate_sum`
+/// adds the same µs to both, modulo the period), as long as the entity
+/// stays on one CPU. It is the phase under which most readings are fresh.
+fn phase_of(readings: &[Reading]) -> Option<u64> {
+    (0..1024u64)
+        .map(|phase| {
+            let n = readings
+                .iter()
+                .filter(|r| r.fresh_at(r.position(phase)))
+                .count();
+            (n, phase)
+        })
+        .max()
+        .filter(|&(n, _)| n > 0)
+        .map(|(_, phase)| phase)
 }
 
 /// One period as the thread lived it.
@@ -199,8 +221,17 @@ fn sleep_until(at_ns: u64) {
     let _ = rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &ts);
 }
 
-/// Runs `shape` for `seconds` on `cpu`, sampled from `sampler_cpu`.
+/// Runs `shape` for `seconds` on `cpu`, sampled from `sampler_cpu` (on
+/// a thread of its own: the caller's CPUs stay as they were).
 fn run_shape(shape: Shape, seconds: f64, cpu: usize, sampler_cpu: usize) -> Result<CaseReport> {
+    std::thread::scope(|s| {
+        s.spawn(|| sample_shape(shape, seconds, cpu, sampler_cpu))
+            .join()
+            .unwrap_or_else(|_| Err(Error::Measurement("the sampler panicked".into())))
+    })
+}
+
+fn sample_shape(shape: Shape, seconds: f64, cpu: usize, sampler_cpu: usize) -> Result<CaseReport> {
     let tid = Arc::new(AtomicU32::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let periods = (seconds * 1e6 / shape.period_us as f64).ceil() as u64;
@@ -277,6 +308,12 @@ fn asleep(lived: &[Period], i: usize, samples: &[(u64, u64, Reading)]) -> Option
 /// (see the module's comment).
 fn compare(shape: Shape, lived: &[Period], samples: &[(u64, u64, Reading)]) -> CaseReport {
     let first = lived.first().map_or(0, |p| p.wake_ns);
+    let all: Vec<Reading> = lived
+        .iter()
+        .filter_map(|p| p.at_wake)
+        .chain(samples.iter().map(|s| s.2))
+        .collect();
+    let phase = phase_of(&all).unwrap_or(0);
     let mut model: Option<SchedAvg> = None;
     let (mut errors, mut restarts, mut compared) = (Vec::new(), 0, 0);
     let mut worst = (0.0, String::new());
@@ -293,7 +330,7 @@ fn compare(shape: Shape, lived: &[Period], samples: &[(u64, u64, Reading)]) -> C
         };
         match model.as_mut() {
             None => {
-                model = w.to_model();
+                model = w.to_model(phase);
                 restarts += model.is_some() as usize;
             }
             Some(m) => {
@@ -414,7 +451,8 @@ se.avg.last_update_time                      :       12138725325824
         assert_eq!(r.sum_exec_ns, 2_044_066_331);
         assert_eq!(r.lut, 12138725325824);
         assert_eq!(r.util_avg, 260);
-        let m = r.to_model().unwrap();
+        let phase = phase_of(&[r]).unwrap();
+        let m = r.to_model(phase).unwrap();
         let d = PELT_MIN_DIVIDER + m.period_contrib as u64;
         assert_eq!(r.util_sum / d, 260);
         assert_eq!(1024 * r.load_sum / d, 1021);

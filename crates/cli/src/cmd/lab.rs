@@ -788,7 +788,19 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
     let env = validate::check_environment(paths)?;
     // Ctrl-C stops rt-app and removes the groups.
     let stop = stop_flag()?;
+    let costs = if args.costs {
+        let (a, b) = two_cpus(paths, None)?;
+        let r = corral_lab::costs::measure(a, b, |l| eprintln!("corral lab validate: costs: {l}"))?;
+        eprintln!(
+            "corral lab validate: costs: switch {} ns, wake-up {} ns, migration {} ns, tick {} ns",
+            r.costs.context_switch_ns, r.costs.wakeup_ns, r.costs.migration_ns, r.costs.tick_ns
+        );
+        Some(r.costs)
+    } else {
+        None
+    };
     let opts = validate::Options {
+        costs,
         seconds: args.seconds as u64,
         warmup: Duration::from_secs(1),
         case: args.case.clone(),
@@ -1342,4 +1354,72 @@ pub fn pelt(paths: &HostPaths, args: &crate::args::PeltArgs) -> anyhow::Result<E
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Two different online CPUs: `given`, or the last two online.
+fn two_cpus(paths: &HostPaths, given: Option<&[usize]>) -> anyhow::Result<(usize, usize)> {
+    if let Some(&[a, b]) = given {
+        anyhow::ensure!(a != b, "--cpus needs two different CPUs, not {a} twice");
+        return Ok((a, b));
+    }
+    let online: Vec<usize> = corral_linux::sysfs::read_topology(paths)
+        .context("cannot read the CPUs")?
+        .online
+        .iter()
+        .map(|c| c as usize)
+        .collect();
+    match online.as_slice() {
+        [.., a, b] => Ok((*a, *b)),
+        _ => anyhow::bail!("this needs two online CPUs; {} online", online.len()),
+    }
+}
+
+/// `corral lab costs`: the scheduler's own costs here.
+pub fn costs(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Result<ExitCode> {
+    let (a, b) = two_cpus(paths, args.cpus.as_deref())?;
+    let r = corral_lab::costs::measure(a, b, |l| eprintln!("corral lab costs: {l}"))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let c = &r.costs;
+    println!("scheduling costs on CPUs {a} and {b} (medians):");
+    let mut t = Table::new(&["COST", "NS", "FROM"]);
+    t.row(vec![
+        "context switch".into(),
+        c.context_switch_ns.to_string(),
+        format!(
+            "round trip on one CPU {} ns, less 2 x send/receive {} ns, halved",
+            r.round_trip_same_ns, r.send_receive_ns
+        ),
+    ]);
+    t.row(vec![
+        "wake-up on another CPU".into(),
+        c.wakeup_ns.to_string(),
+        format!(
+            "round trip across CPUs {} ns, less 2 x send/receive, halved",
+            r.round_trip_remote_ns
+        ),
+    ]);
+    t.row(vec![
+        "migration (cache refill)".into(),
+        c.migration_ns.to_string(),
+        format!(
+            "a {} KiB pass after a move {} ns, warm {} ns",
+            r.working_set_bytes >> 10,
+            r.pass_moved_ns,
+            r.pass_warm_ns
+        ),
+    ]);
+    t.row(vec![
+        "tick".into(),
+        c.tick_ns.to_string(),
+        format!(
+            "median of the {} interrupts on the tick's grid of {} seen by a spinning thread ({} ticks counted)",
+            r.tick_gaps, r.gaps, r.ticks
+        ),
+    ]);
+    print!("{}", t.render());
+    println!("\nfor a platform file (corral sim --platform):{}", c.toml());
+    Ok(ExitCode::SUCCESS)
 }

@@ -201,6 +201,8 @@ pub struct Options {
     pub procfs: PathBuf,
     /// Set (by a signal handler) to stop early and clean up.
     pub stop: Arc<AtomicBool>,
+    /// Costs for the simulated machine, measured here (`--costs`).
+    pub costs: Option<crate::costs::Costs>,
 }
 
 /// Left out at the end: the live side reads the threads before rt-app
@@ -229,6 +231,9 @@ pub struct SimInfo {
     pub cpus: usize,
     pub capacity: u32,
     pub hz: u32,
+    /// This machine's scheduling costs (`corral lab costs`), when the
+    /// simulated machine is given them.
+    pub costs: Option<crate::costs::Costs>,
 }
 
 /// The loop speed measured before a case and the calibration rt-app got.
@@ -367,6 +372,7 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
         cpus: machine.cpus,
         capacity: 1024,
         hz: machine.hz.unwrap_or(250),
+        costs: o.costs,
     };
     let (base, temporary) = match &o.keep {
         Some(d) => (d.clone(), false),

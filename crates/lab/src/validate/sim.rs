@@ -40,6 +40,9 @@ pub(super) fn platform_toml(
         tick_phase_us,
         vec![sim.capacity.to_string(); sim.cpus].join(", ")
     );
+    if let Some(c) = sim.costs {
+        t.push_str(&c.toml());
+    }
     for (g, shares) in groups {
         let _ = write!(t, "\n[groups.\"{root}{g}\"]\nshares = {shares}\n");
     }

@@ -16,6 +16,12 @@
 //! down_util = 0.2
 //! down_samples = 20
 //!
+//! [costs]                               # the scheduler's own work (machine::Costs),
+//! context_switch = "2.1us"              # as `corral lab costs` measures it;
+//! wakeup = "30us"                       # each optional, nil by default
+//! migration = "40us"
+//! tick = "3us"
+//!
 //! [groups."/bg"]                        # cpu controller groups
 //! shares = 52
 //! quota_us = 50000                      # CPU bandwidth: quota per period
@@ -72,6 +78,18 @@ struct File {
     #[serde(default)]
     offline: Vec<usize>,
     governor: Option<GovernorEntry>,
+    costs: Option<CostsEntry>,
+}
+
+/// `[costs]`: times as `"2.5us"`, `"0.1ms"` (`corral lab costs` prints
+/// this machine's).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CostsEntry {
+    context_switch: Option<String>,
+    wakeup: Option<String>,
+    migration: Option<String>,
+    tick: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -170,6 +188,12 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
         return Err(at("offline", "at least one CPU must stay online".into()));
     }
     let governor = f.governor.as_ref().map(|g| governor(g, &at)).transpose()?;
+    let costs = f
+        .costs
+        .as_ref()
+        .map(|c| costs(c, &at))
+        .transpose()?
+        .unwrap_or_default();
     let boosts = boosts(&f.boost, &at)?;
     Ok(PlatformSpec {
         platform: Platform {
@@ -179,11 +203,32 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             hotplug,
             offline: f.offline,
             governor,
+            costs,
         },
         kernel,
         features,
         groups: f.groups,
         boosts,
+    })
+}
+
+/// `[costs]`: each a time under a tick's worth (10 ms).
+fn costs(c: &CostsEntry, at: At) -> Result<crate::sched::machine::Costs, Error> {
+    let time = |key: &str, v: &Option<String>| -> Result<Ns, Error> {
+        match v {
+            None => Ok(0),
+            Some(v) => match parse_time(v) {
+                Some(t) if t <= 10_000_000 => Ok(t),
+                Some(_) => Err(at(key, format!("{v:?} is over 10 ms"))),
+                None => Err(at(key, format!("{v:?} is not a time (e.g. 2.5us, 0.1ms)"))),
+            },
+        }
+    };
+    Ok(crate::sched::machine::Costs {
+        context_switch: time("context_switch", &c.context_switch)?,
+        wakeup: time("wakeup", &c.wakeup)?,
+        migration: time("migration", &c.migration)?,
+        tick: time("tick", &c.tick)?,
     })
 }
 

@@ -40,6 +40,33 @@ pub struct Platform {
     pub offline: Vec<usize>,
     /// A hot-plug governor, as phones run (paper 003).
     pub governor: Option<Governor>,
+    /// What the scheduler's own work costs (all nil unless a platform
+    /// file's `[costs]` gives them, as `corral lab costs` measures them).
+    pub costs: Costs,
+}
+
+/// The scheduler's own work, ns, taken from the tasks it serves:
+///
+/// - `context_switch`: a task put on a CPU after another task ran there
+///   pays it before its work goes on (`__schedule`, `switch_to`);
+/// - `migration`: a task running on another CPU than it last ran on pays
+///   it too: its cache is refilled there;
+/// - `tick`: the task a tick interrupts pays it (`scheduler_tick` and the
+///   timer interrupt around it);
+/// - `wakeup`: a wake-up onto an idle CPU runs that much later (the IPI
+///   or timer interrupt, the idle exit, the switch from idle).
+///
+/// XXX: the kernel splits a switch's cost between the task leaving and
+/// the one arriving, and a refill's with the time the data would have
+/// taken anyway; here each is charged whole to the arriving task, as CPU
+/// time before its work. A task that blocks before running work carries
+/// its debt to its next run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Costs {
+    pub context_switch: Ns,
+    pub wakeup: Ns,
+    pub migration: Ns,
+    pub tick: Ns,
 }
 
 /// A load-driven CPU hot-plug governor, after the phone governors of
@@ -69,6 +96,7 @@ impl Platform {
             hotplug: Vec::new(),
             offline: Vec::new(),
             governor: None,
+            costs: Costs::default(),
         }
     }
 }
@@ -209,6 +237,10 @@ struct Task {
     log: Vec<LogLine>,
     /// Its own ("unique…") timers: name, next expiry.
     own_timers: Vec<(Name, Ns)>,
+    /// The scheduler's costs it owes (`Costs`), paid from its next run.
+    overhead: Ns,
+    /// The CPU it last ran on.
+    ran_on: Option<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -259,6 +291,8 @@ pub struct Machine<K: SchedClass> {
     wake_boost: Vec<Option<(i32, i32)>>,
     /// Each task's PELT averages, when the kernel keeps them.
     pelt: Option<Pelt>,
+    /// The task each CPU ran last (for `Costs::context_switch`).
+    last_ran: Vec<Option<TaskId>>,
 }
 
 #[derive(Debug, Default)]
@@ -470,6 +504,8 @@ impl Task {
             iter_wu_lat: 0,
             first_start: None,
             timer_wake: false,
+            overhead: 0,
+            ran_on: None,
             log: Vec::new(),
             own_timers: Vec::new(),
             stats: TaskStats {
@@ -519,6 +555,7 @@ impl<K: SchedClass> Machine<K> {
             .then(|| Pelt::new(ntasks, &platform.capacities));
         Ok(Machine {
             pelt,
+            last_ran: vec![None; ncpus],
             q,
             k,
             platform,
@@ -842,6 +879,7 @@ impl<K: SchedClass> Machine<K> {
                 Ev::RunDone(t, gen) if gen == self.tasks[t].gen => {
                     self.charge(t);
                     self.tasks[t].remaining = 0;
+                    self.tasks[t].overhead = 0;
                     self.step_task(t);
                 }
                 Ev::Wake(t, gen) if gen == self.tasks[t].gen => self.wake(t),
@@ -1004,12 +1042,13 @@ impl<K: SchedClass> Machine<K> {
 
     fn wall_for(&self, t: TaskId, cpu: usize) -> Ns {
         let task = &self.tasks[t];
-        if task.scaled {
+        let work = if task.scaled {
             let cap = self.platform.capacities[cpu].max(1) as u128;
             ((task.remaining as u128 * 1024).div_ceil(cap)) as Ns
         } else {
             task.remaining
-        }
+        };
+        task.overhead + work
     }
 
     /// PELT: running task `t` stops on `cpu` (preempted, or it sleeps).
@@ -1038,7 +1077,15 @@ impl<K: SchedClass> Machine<K> {
         let task = &mut self.tasks[t];
         let ran = now.saturating_sub(task.run_start);
         task.stats.cpu_ns += ran;
-        let done = if task.scaled { ran * cap / 1024 } else { ran };
+        // The scheduler's costs it owes come first (`Costs`).
+        let paid = ran.min(task.overhead);
+        task.overhead -= paid;
+        let ran_work = ran - paid;
+        let done = if task.scaled {
+            ran_work * cap / 1024
+        } else {
+            ran_work
+        };
         task.remaining = task.remaining.saturating_sub(done);
         task.run_start = now;
         self.cpu_busy[cpu] += ran;
@@ -1054,6 +1101,9 @@ impl<K: SchedClass> Machine<K> {
             return;
         }
         let now = self.now();
+        if self.platform.costs.tick > 0 {
+            self.charge_tick(cpu);
+        }
         if self.k.tick(cpu, now) {
             self.preempt(cpu);
         }
@@ -1083,6 +1133,23 @@ impl<K: SchedClass> Machine<K> {
             }
         }
         self.q.after(self.tick_ns(), Ev::Tick(cpu));
+    }
+
+    /// The tick's cost, taken from the task it interrupts: its run ends
+    /// that much later.
+    fn charge_tick(&mut self, cpu: usize) {
+        let Some(t) = self.k.curr(cpu) else {
+            return;
+        };
+        if self.tasks[t].state != State::Running || self.tasks[t].remaining == 0 {
+            return;
+        }
+        self.charge(t);
+        let task = &mut self.tasks[t];
+        task.overhead += self.platform.costs.tick;
+        task.gen += 1;
+        let (wall, gen) = (self.wall_for(t, cpu), self.tasks[t].gen);
+        self.q.after(wall, Ev::RunDone(t, gen));
     }
 
     /// Starts `cpu`'s tick again, on the tick grid (jiffies).
@@ -1140,7 +1207,7 @@ impl<K: SchedClass> Machine<K> {
         // queue (as the kernel's resched IPI / need_resched does), so a
         // chain of wake-ups never deepens the stack.
         match self.k.curr(cpu) {
-            None => self.q.after(0, Ev::Schedule(cpu)),
+            None => self.q.after(self.platform.costs.wakeup, Ev::Schedule(cpu)),
             Some(_) => {
                 if self.k.check_preempt_wakeup(cpu, t, now) {
                     self.q.after(0, Ev::Preempt(cpu));
@@ -1392,6 +1459,18 @@ impl<K: SchedClass> Machine<K> {
         task.state = State::Running;
         task.stats.switches += 1;
         task.stats.wait_ns += now - task.ready_since;
+        let costs = self.platform.costs;
+        if costs != Costs::default() {
+            let task = &mut self.tasks[t];
+            if task.ran_on.is_some_and(|c| c != cpu) {
+                task.overhead += costs.migration;
+            }
+            task.ran_on = Some(cpu);
+            if self.last_ran[cpu] != Some(t) {
+                self.tasks[t].overhead += costs.context_switch;
+            }
+            self.last_ran[cpu] = Some(t);
+        }
         self.restart_tick(cpu);
         let task = &mut self.tasks[t];
         task.run_start = now;
@@ -1795,6 +1874,46 @@ mod tests {
             0.1,
         );
         assert!(s[0].wakeups > 100 && s[1].wakeups > 100, "{s:?}");
+    }
+
+    /// `Costs`: a 100 ms run alone pays one switch and its ticks'
+    /// interruptions; two tasks that alternate on one CPU pay a switch at
+    /// each turn; a task woken onto an idle CPU runs the wake-up's cost
+    /// later. With no costs, none of it.
+    #[test]
+    fn the_scheduler_s_costs_are_paid_by_the_tasks_it_serves() {
+        let once = r#"{"tasks": {"t": {"loop": 1, "run": 100000}}}"#;
+        let run_with = |json: &str, costs: Costs| {
+            let mut p = Platform::uniform(1);
+            p.costs = costs;
+            let mut m = Machine::new(p, parse(json, "test").unwrap(), Fair::cfs(1)).unwrap();
+            m.run_until(1_000_000_000);
+            m.stats()
+        };
+        let free = run_with(once, Costs::default());
+        assert_eq!(free[0].exited_at, Some(100_000_000));
+        let costly = run_with(
+            once,
+            Costs {
+                context_switch: 5_000,
+                tick: 10_000,
+                ..Default::default()
+            },
+        );
+        // 25 ticks (HZ 250) fall in its 100 ms, each 10 µs, and one switch.
+        let end = costly[0].exited_at.unwrap();
+        assert_eq!(end, 100_000_000 + 5_000 + 25 * 10_000, "{end}");
+        assert_eq!(costly[0].cpu_ns, end);
+        // A periodic task on an idle CPU: every wake-up 30 µs late.
+        let periodic = r#"{"tasks": {"p": {"loop": -1, "run": 1000, "timer": {"ref": "t", "period": 10000}}}}"#;
+        let s = run_with(
+            periodic,
+            Costs {
+                wakeup: 30_000,
+                ..Default::default()
+            },
+        );
+        assert_eq!(s[0].wakeup_latency.max, 30_000);
     }
 
     #[test]

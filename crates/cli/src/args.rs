@@ -411,6 +411,23 @@ pub enum Threads {
     Count(u32),
 }
 
+/// Two different CPUs as `A,B`.
+fn parse_cpu_pair(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("expected two CPUs as A,B, found {s:?}"))?;
+    let cpu = |x: &str| {
+        x.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{x:?} is not a CPU number"))
+    };
+    let (a, b) = (cpu(a)?, cpu(b)?);
+    if a == b {
+        return Err(format!("two different CPUs are needed, not {a} twice"));
+    }
+    Ok((a, b))
+}
+
 fn parse_threads(s: &str) -> Result<Threads, String> {
     if s == "auto" {
         return Ok(Threads::Auto);
@@ -859,8 +876,8 @@ pub enum WorkCommand {
 #[derive(Debug, Args)]
 pub struct CostsArgs {
     /// The two CPUs to measure on (default: the last two online).
-    #[arg(long, value_name = "A,B", value_delimiter = ',', num_args = 2)]
-    pub cpus: Option<Vec<usize>>,
+    #[arg(long, value_name = "A,B", value_parser = parse_cpu_pair)]
+    pub cpus: Option<(usize, usize)>,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -871,12 +888,10 @@ pub struct PeltArgs {
     /// Seconds per shape (the first second is warm-up).
     #[arg(long, value_name = "S", default_value_t = 4.0)]
     pub seconds: f64,
-    /// The CPU the periodic thread runs on (default: the last online one).
-    #[arg(long, value_name = "N")]
-    pub cpu: Option<usize>,
-    /// The CPU the sampler runs on (default: the first other online one).
-    #[arg(long, value_name = "N")]
-    pub sampler_cpu: Option<usize>,
+    /// The periodic thread's CPU and the sampler's (default: the last
+    /// two online, the thread on the last).
+    #[arg(long, value_name = "A,B", value_parser = parse_cpu_pair)]
+    pub cpus: Option<(usize, usize)>,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,

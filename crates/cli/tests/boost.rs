@@ -206,7 +206,7 @@ fn privileged_a_spinning_boosted_thread_is_unboosted_at_max_ms_and_hogs_get_thei
         "hogs still on CPU {cpu}: {:?}",
         hogs.iter().map(|&h| allowed(h)).collect::<Vec<_>>()
     );
-    // corral's own threads stay off it too (LinuxHost::keep_self_shared).
+    // corral's own threads stay off it too (LinuxHost::keep_self_off_dedicated).
     let own = lab.daemon_threads();
     assert!(
         !own.is_empty()

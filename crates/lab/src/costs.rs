@@ -99,12 +99,19 @@ fn send_receive(cpu: usize, n: usize) -> Result<u64> {
     pin(cpu)?;
     let (mut a, mut b) = UnixStream::pair().map_err(io("a socket pair"))?;
     let mut buf = [0u8; 1];
+    per_op(n, || {
+        a.write_all(&buf).map_err(io("send"))?;
+        b.read_exact(&mut buf).map_err(io("receive"))
+    })
+}
+
+/// `op`'s time, ns: the median over 9 rounds of `n`.
+fn per_op(n: usize, mut op: impl FnMut() -> Result<()>) -> Result<u64> {
     let mut rounds = Vec::new();
     for _ in 0..9 {
         let t0 = mono_ns();
         for _ in 0..n {
-            a.write_all(&buf).map_err(io("send"))?;
-            b.read_exact(&mut buf).map_err(io("receive"))?;
+            op()?;
         }
         rounds.push((mono_ns() - t0) / n as u64);
     }
@@ -126,19 +133,14 @@ fn round_trip(here: usize, there: usize, n: usize) -> Result<u64> {
     });
     pin(here)?;
     let mut buf = [0u8; 1];
-    let mut rounds = Vec::new();
-    for _ in 0..9 {
-        let t0 = mono_ns();
-        for _ in 0..n {
-            a.write_all(&buf).map_err(io("send"))?;
-            a.read_exact(&mut buf).map_err(io("receive"))?;
-        }
-        rounds.push((mono_ns() - t0) / n as u64);
-    }
+    let took = per_op(n, || {
+        a.write_all(&buf).map_err(io("send"))?;
+        a.read_exact(&mut buf).map_err(io("receive"))
+    });
     drop(a);
     echo.join()
         .map_err(|_| Error::Measurement("the echo thread panicked".into()))??;
-    Ok(median(rounds))
+    took
 }
 
 /// The L2 cache of `cpu`, bytes (sysfs `cache/index2/size`, "1024K"); 1
@@ -286,13 +288,13 @@ fn measure_here(a: usize, b: usize, mut progress: impl FnMut(&str)) -> Result<Re
     let (warm, moved) = migration(a, b, bytes, 41)?;
     progress(&format!("spinning on CPU {a} for 2 s"));
     let (g, ticks) = gaps(a, 2_000_000_000)?;
-    let n = g.len();
     let tick_gaps = on_the_tick_grid(&g, 2_000_000_000, ticks);
+    let (n, on_grid) = (g.len(), tick_gaps.len());
     let costs = Costs {
         context_switch_ns: same.saturating_sub(2 * sr) / 2,
         wakeup_ns: remote.saturating_sub(2 * sr) / 2,
         migration_ns: moved.saturating_sub(warm),
-        tick_ns: median(tick_gaps.clone()),
+        tick_ns: median(tick_gaps),
     };
     Ok(Report {
         costs,
@@ -304,7 +306,7 @@ fn measure_here(a: usize, b: usize, mut progress: impl FnMut(&str)) -> Result<Re
         pass_warm_ns: warm,
         pass_moved_ns: moved,
         gaps: n,
-        tick_gaps: tick_gaps.len(),
+        tick_gaps: on_grid,
         ticks,
     })
 }

@@ -40,7 +40,7 @@ pub struct LinuxHost {
     /// not, a pass uses the events and drops them.
     consumer: bool,
     /// corral's own threads and the CPU set each had, once
-    /// [`LinuxHost::keep_self_shared`] asked for them to stay off the
+    /// [`LinuxHost::keep_self_off_dedicated`] asked for them to stay off the
     /// CPUs it gives threads to themselves.
     own: Option<Vec<(u32, CpuSet)>>,
     /// The CPUs of each dedicated or boost group, by name.
@@ -96,7 +96,7 @@ impl LinuxHost {
     /// Their sets are put back by [`Host::restore`]. Only for the daemon's
     /// own process (`corral run`), not for one run inside a test's or the
     /// lab's process, whose other threads are not its own.
-    pub fn keep_self_shared(&mut self) {
+    pub fn keep_self_off_dedicated(&mut self) {
         self.own = Some(Vec::new());
     }
 

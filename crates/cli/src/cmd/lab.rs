@@ -1295,17 +1295,10 @@ pub fn pelt(paths: &HostPaths, args: &crate::args::PeltArgs) -> anyhow::Result<E
         "--seconds must be at least 2 (the first is warm-up) and at most 600, not {}",
         args.seconds
     );
-    let online = corral_linux::sysfs::read_topology(paths)
-        .context("cannot read the CPUs")?
-        .online;
-    let cpu = args
-        .cpu
-        .or_else(|| online.last().map(|c| c as usize))
-        .context("no CPU is online")?;
-    let sampler = args
-        .sampler_cpu
-        .or_else(|| online.iter().map(|c| c as usize).find(|&c| c != cpu))
-        .context("corral lab pelt needs two online CPUs (one for the periodic thread, one for the sampler)")?;
+    let (sampler, cpu) = match args.cpus {
+        Some((thread, sampler)) => two_cpus(paths, Some((sampler, thread)))?,
+        None => two_cpus(paths, None)?,
+    };
     let r = corral_lab::pelt::run(args.seconds, cpu, sampler, |line| {
         eprintln!("corral lab pelt: {line}")
     })?;
@@ -1356,27 +1349,31 @@ pub fn pelt(paths: &HostPaths, args: &crate::args::PeltArgs) -> anyhow::Result<E
     })
 }
 
-/// Two different online CPUs: `given`, or the last two online.
-fn two_cpus(paths: &HostPaths, given: Option<&[usize]>) -> anyhow::Result<(usize, usize)> {
-    if let Some(&[a, b]) = given {
-        anyhow::ensure!(a != b, "--cpus needs two different CPUs, not {a} twice");
+/// Two different online CPUs: `given` (`--cpus A,B`, checked), or the
+/// last two online.
+fn two_cpus(paths: &HostPaths, given: Option<(usize, usize)>) -> anyhow::Result<(usize, usize)> {
+    let online = corral_linux::sysfs::read_topology(paths)
+        .context("cannot read the CPUs")?
+        .online;
+    if let Some((a, b)) = given {
+        for c in [a, b] {
+            anyhow::ensure!(
+                online.contains(c as u32),
+                "--cpus: CPU {c} is not online (online: {online})"
+            );
+        }
         return Ok((a, b));
     }
-    let online: Vec<usize> = corral_linux::sysfs::read_topology(paths)
-        .context("cannot read the CPUs")?
-        .online
-        .iter()
-        .map(|c| c as usize)
-        .collect();
-    match online.as_slice() {
+    let list: Vec<usize> = online.iter().map(|c| c as usize).collect();
+    match list.as_slice() {
         [.., a, b] => Ok((*a, *b)),
-        _ => anyhow::bail!("this needs two online CPUs; {} online", online.len()),
+        _ => anyhow::bail!("this needs two online CPUs; {} online", list.len()),
     }
 }
 
 /// `corral lab costs`: the scheduler's own costs here.
 pub fn costs(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Result<ExitCode> {
-    let (a, b) = two_cpus(paths, args.cpus.as_deref())?;
+    let (a, b) = two_cpus(paths, args.cpus)?;
     let r = corral_lab::costs::measure(a, b, |l| eprintln!("corral lab costs: {l}"))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);

@@ -287,7 +287,7 @@ fn host(
         log::notice(&format!("note: {note}"));
     }
     host.want_exe(config.rules.iter().any(|r| r.exe.is_some()));
-    host.keep_self_shared();
+    host.keep_self_off_dedicated();
     if config.daemon.fast_interval_ms > 0 {
         if let Err(e) = host.listen_for_tasks() {
             log::notice(&format!(

@@ -174,6 +174,54 @@ fn unit_prop(unit: &str, name: &str) -> String {
     systemctl(&["show", unit, "-p", name, "--value"]).1
 }
 
+/// A unit watched while a measured run goes on, by reading its cgroup's
+/// files and its main process's `/proc` entries. `systemctl show` is a
+/// process: polled twice every 100 ms it took a share of the guest's CPUs
+/// during the very runs it watched (under TCG each one runs for tens of
+/// ms), and each one was a young CPU-bound thread to corral, which counts
+/// those as wanting a whole CPU: dedications came and went with them
+/// (sets `3`, `0-3`, `3`, `0-3` in one run of paper 000 on a slow host).
+/// systemd is asked only for the main PID, once, and again when it is gone.
+struct UnitWatch {
+    unit: &'static str,
+    dir: std::path::PathBuf,
+    pid: Option<String>,
+}
+
+impl UnitWatch {
+    /// A transient service of `systemd-run` without `--slice`.
+    fn new(unit: &'static str) -> UnitWatch {
+        UnitWatch {
+            unit,
+            dir: Path::new(CGROUP).join("system.slice").join(unit),
+            pid: None,
+        }
+    }
+
+    /// Whether a process of the unit still runs (its cgroup holds one).
+    fn running(&self) -> bool {
+        std::fs::read_to_string(self.dir.join("cgroup.procs")).is_ok_and(|t| !t.trim().is_empty())
+    }
+
+    /// The main PID, "0" when there is none.
+    fn main_pid(&mut self) -> String {
+        let alive = |p: &String| Path::new("/proc").join(p).exists();
+        if !self.pid.as_ref().is_some_and(alive) {
+            let p = unit_prop(self.unit, "MainPID");
+            self.pid = (p != "0" && !p.is_empty()).then_some(p);
+        }
+        self.pid.clone().unwrap_or_else(|| "0".into())
+    }
+
+    /// The unit's `cpu.weight` as the kernel has it (systemd writes its
+    /// `CPUWeight=` there).
+    fn weight(&self) -> String {
+        std::fs::read_to_string(self.dir.join("cpu.weight"))
+            .map(|t| t.trim().to_string())
+            .unwrap_or_default()
+    }
+}
+
 /// A process's affinity (`Cpus_allowed_list`), as text.
 fn affinity(pid: &str) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -246,7 +294,7 @@ fn tick_figures() -> Vec<(f64, f64)> {
 /// (in the order seen, each change once) among the sets as `nice N at
 /// T s`, and when it was first seen on one CPU: ([`Pinned`]).
 fn run_job(
-    unit: &str,
+    unit: &'static str,
     argv: &[&str],
     key: &str,
     watch: bool,
@@ -272,13 +320,14 @@ fn run_job(
     let t0 = Instant::now();
     let mut status = None;
     let mut pinned = None;
+    let mut w = UnitWatch::new(unit);
     if ok {
         wait_until(Duration::from_secs(600), || {
             if watch && status.is_none() && t0.elapsed() > status_at {
                 status = Some(daemon_status());
             }
             if watch {
-                let pid = unit_prop(unit, "MainPID");
+                let pid = w.main_pid();
                 let m = affinity(&pid);
                 let last = seen
                     .iter()
@@ -298,7 +347,7 @@ fn run_job(
                     }
                 }
             }
-            unit_prop(unit, "ActiveState") != "active"
+            !w.running()
         });
     }
     let mut f = None;
@@ -449,14 +498,17 @@ fn measure_tick(watch: bool) -> (Option<(f64, f64)>, bool, String) {
     let t0 = Instant::now();
     let mut status = String::new();
     let limit = Duration::from_secs(TICK_SECONDS * 6 + 60);
+    let w = UnitWatch::new(TICK);
     let done = wait_until(limit, || {
         if watch && status.is_empty() && t0.elapsed() > Duration::from_secs(5) {
             status = daemon_status();
         }
-        if watch && unit_prop(TICK, "CPUWeight") == "100" {
-            lifted = true;
+        // Seen in the cgroup, then confirmed as systemd's own property
+        // (corral lifts through systemd, never by the file).
+        if watch && !lifted && w.weight() == "100" {
+            lifted = unit_prop(TICK, "CPUWeight") == "100";
         }
-        unit_prop(TICK, "ActiveState") != "active"
+        !w.running()
     });
     wait_until(Duration::from_secs(10), || tick_figures().len() > runs);
     let f = tick_figures().get(runs).copied();

@@ -141,6 +141,39 @@ pub const CASES: &[Case] = &[
         source: Source::Debian("browser-short.json"),
         groups: &[],
     },
+    Case {
+        name: "video-short",
+        paper: "-",
+        about: "Debian's rt-app example video-short.json",
+        source: Source::Debian("video-short.json"),
+        groups: &[],
+    },
+    Case {
+        name: "spreading-tasks",
+        paper: "-",
+        about: "Debian's rt-app example spreading-tasks.json (light and heavy phases)",
+        source: Source::Debian("spreading-tasks.json"),
+        groups: &[],
+    },
+    Case {
+        name: "schbench-fanout",
+        paper: "-",
+        about:
+            "schbench-shaped: a message thread wakes 6 workers at once every 20 ms, beside a hog",
+        source: Source::Embedded(include_str!(
+            "../../workloads/validate/schbench-fanout.json"
+        )),
+        groups: &[],
+    },
+    Case {
+        name: "hackbench-groups",
+        paper: "-",
+        about: "hackbench-shaped: 4 groups of 4 threads, 100 us bursts ended at a group barrier",
+        source: Source::Embedded(include_str!(
+            "../../workloads/validate/hackbench-groups.json"
+        )),
+        groups: &[],
+    },
 ];
 
 /// What the experiment needs of this machine.

@@ -572,6 +572,11 @@ pub struct ValidateArgs {
     /// Only the cases whose name contains this.
     #[arg(long, value_name = "NAME")]
     pub case: Option<String>,
+    /// Runs of each case, live and simulated; every figure is the median
+    /// over them (one live run is one draw: its latencies vary by more
+    /// than 20 % from run to run here).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub runs: u32,
     /// Keep the live and simulated rt-app logs in this directory.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,

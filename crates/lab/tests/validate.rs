@@ -35,6 +35,7 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
         procfs: paths.procfs.clone(),
         stop: Arc::new(AtomicBool::new(false)),
         costs: None,
+        runs: 1,
     };
     let report = validate::run(&opts, |line| eprintln!("validate: {line}")).unwrap();
     assert_eq!(report.cases.len(), 1);

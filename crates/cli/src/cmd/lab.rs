@@ -802,6 +802,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
     let opts = validate::Options {
         costs,
         seconds: args.seconds as u64,
+        runs: args.runs as usize,
         warmup: Duration::from_secs(1),
         case: args.case.clone(),
         keep: args.keep.clone(),
@@ -826,13 +827,14 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         m.timer_slack_ns
     );
     println!(
-        "simulated: {} on {} CPUs of capacity {}, HZ {}, ticks where the live run had them; same workload JSON; {} s each, first {:.0} s left out on both sides",
+        "simulated: {} on {} CPUs of capacity {}, HZ {}, ticks where the live run had them; same workload JSON; {} s each, first {:.0} s left out on both sides; {} each case, figures their medians",
         r.sim.kernel,
         r.sim.cpus,
         r.sim.capacity,
         r.sim.hz,
         r.seconds,
-        r.warmup_s
+        r.warmup_s,
+        corral_core::words::count(args.runs as usize, "run", "runs")
     );
     println!("latency: {}", r.latency);
     for c in &r.cases {

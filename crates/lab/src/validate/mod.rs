@@ -32,6 +32,10 @@
 //!   release (the previous expiry) to the end of the iteration's work —
 //!   paper 001's `T_S + T_P + T_E`, defined for late iterations too.
 //!
+//! **Runs.** Each case runs `runs` times (live, then simulated with that
+//! run's tick phase and calibration), and every figure is the median over
+//! the runs ([`runs`]): one live run is one draw.
+//!
 //! **Pairing.** Each live thread is compared with its simulated twin;
 //! instances of one rt-app task are interchangeable (which hog shares a
 //! CPU with the periodic thread is chance), so they are paired by rank of
@@ -80,6 +84,7 @@ mod live;
 mod log;
 mod machine;
 mod prepare;
+mod runs;
 mod sim;
 use live::*;
 use log::*;
@@ -236,6 +241,8 @@ pub struct Options {
     pub stop: Arc<AtomicBool>,
     /// Costs for the simulated machine, measured here (`--costs`).
     pub costs: Option<crate::costs::Costs>,
+    /// Runs of each case; its figures are their medians.
+    pub runs: usize,
 }
 
 /// Left out at the end: the live side reads the threads before rt-app
@@ -358,6 +365,11 @@ pub struct CaseReport {
     /// different executions and are not compared.
     pub diverged: Option<String>,
     pub notes: Vec<String>,
+    /// How many runs the figures summarise (their medians, [`runs`]).
+    pub runs: usize,
+    /// Each run's own report, when there were several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_run: Vec<CaseReport>,
 }
 
 /// The experiment's report.
@@ -417,18 +429,35 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
     std::fs::create_dir_all(&base).map_err(Error::io(&base))?;
     let mut cases = Vec::new();
     let mut result = Ok(());
-    for case in selected {
-        if o.stop.load(Ordering::SeqCst) {
-            result = Err(Error::Interrupted);
-            break;
-        }
-        match run_case(o, case, &sim, &base.join(case.name), &mut progress) {
-            Ok(r) => cases.push(r),
-            Err(e) => {
-                result = Err(e.within(case.name));
-                break;
+    let runs = o.runs.max(1);
+    'cases: for case in selected {
+        let mut reps = Vec::new();
+        for r in 1..=runs {
+            if o.stop.load(Ordering::SeqCst) {
+                result = Err(Error::Interrupted);
+                break 'cases;
+            }
+            let dir = if runs == 1 {
+                base.join(case.name)
+            } else {
+                progress(&format!("{}: run {r} of {runs}", case.name));
+                base.join(case.name).join(format!("run-{r}"))
+            };
+            match run_case(o, case, &sim, &dir, &mut progress) {
+                Ok(rep) => {
+                    let skip = rep.skipped.is_some();
+                    reps.push(rep);
+                    if skip {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    result = Err(e.within(case.name));
+                    break 'cases;
+                }
             }
         }
+        cases.push(runs::medians(reps));
     }
     if temporary {
         let _ = std::fs::remove_dir_all(&base);
@@ -463,6 +492,8 @@ fn skipped(case: &Case, why: String) -> CaseReport {
         sim_last_s: None,
         diverged: None,
         notes: Vec::new(),
+        runs: 1,
+        per_run: Vec::new(),
     }
 }
 
@@ -714,6 +745,8 @@ fn run_case(
         sim_last_s,
         diverged,
         notes: live.notes,
+        runs: 1,
+        per_run: Vec::new(),
     })
 }
 

@@ -114,7 +114,9 @@ enum Source {
     Debian(&'static str),
 }
 
-/// The cases, in the order they run.
+/// The cases, in the order they run. (Debian's video-short.json and
+/// video-long.json are not among them: rt-app 1.0 itself refuses them, "Error
+/// while parsing input JSON", for their bare `"suspend",` keys.)
 pub const CASES: &[Case] = &[
     Case {
         name: "periodic-low-share",
@@ -144,13 +146,6 @@ pub const CASES: &[Case] = &[
         paper: "-",
         about: "Debian's rt-app example browser-short.json",
         source: Source::Debian("browser-short.json"),
-        groups: &[],
-    },
-    Case {
-        name: "video-short",
-        paper: "-",
-        about: "Debian's rt-app example video-short.json",
-        source: Source::Debian("video-short.json"),
         groups: &[],
     },
     Case {

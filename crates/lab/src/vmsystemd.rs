@@ -81,7 +81,14 @@ const MIX: &str = "corral-test-mix.service";
 /// The benchmark's length alone, seconds (its ops are calibrated to it).
 const BENCH_SECONDS: f64 = 6.0;
 /// The mix's runs per 10 ms: `lab heavy`'s background (2, 2, 3.5 and
-/// 3.5 ms, 1.1 CPUs of 2); the 3.5-ms threads are medium.
+/// 3.5 ms, 1.1 CPUs of 2); the 3.5-ms threads are medium. A late period
+/// is skipped (as a frame is), not repaid: a mix that repays its late
+/// periods back to back (`--catch-up`, rt-app's `timer`) becomes
+/// CPU-bound whenever it falls behind, and on two CPUs one such thread
+/// beside the benchmark is two threads wanting the one core corral can
+/// give: it then rightly dedicates none ("3 threads want a whole CPU and
+/// at most 1 can have one" in both attempts of a CI run), which is
+/// another case than paper 000's.
 const MIX_RUN_MS: &str = "2 2 3.5 3.5";
 /// The medium guarantee's case: a thread wanting 0.35 of a CPU, then
 /// beside sixteen hogs in its unit on 4 CPUs (4/17 = 0.24 of a CPU each
@@ -1318,7 +1325,7 @@ fn paper_000(c: &mut Checks) {
                 "-c",
                 &format!(
                     "for r in {MIX_RUN_MS}; do /usr/bin/corral lab work periodic --period-ms 10 \
-                     --run-ms $r --periods 1000000 --catch-up >/dev/null & done; wait"
+                     --run-ms $r --periods 1000000 >/dev/null & done; wait"
                 ),
             ],
         )

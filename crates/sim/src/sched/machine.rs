@@ -200,6 +200,9 @@ struct Task {
     cpu: usize,
     /// The CPUs it may use: its affinity within its cpuset.
     allowed: Vec<usize>,
+    /// `allowed` is every CPU of the platform (the common case, answered
+    /// without a scan of the list on every wake-up).
+    all_cpus: bool,
     /// Its own affinity (the rt-app phase's `cpus`, else all).
     affinity: Vec<usize>,
     /// The cpuset it is confined to, if any (set while running).
@@ -270,6 +273,9 @@ pub struct Machine<K: SchedClass> {
     /// Whether each CPU's tick runs (it stops while the CPU idles).
     ticking: Vec<bool>,
     online: Vec<bool>,
+    /// The online CPUs in ascending order (what a task allowed on every
+    /// CPU may use).
+    online_list: Vec<usize>,
     /// Busy time per CPU.
     cpu_busy: Vec<Ns>,
     /// Threads whose program has ended.
@@ -483,6 +489,7 @@ impl Task {
             state: State::Blocked,
             cpu,
             allowed: allowed.to_vec(),
+            all_cpus: false,
             affinity: allowed.to_vec(),
             cpuset: None,
             loops_left: t.loops,
@@ -569,6 +576,7 @@ impl<K: SchedClass> Machine<K> {
             barriers,
             ticks: vec![0; ncpus],
             ticking: vec![true; ncpus],
+            online_list: (0..ncpus).filter(|&c| online[c]).collect(),
             online,
             cpu_busy: vec![0; ncpus],
             exited: 0,
@@ -631,13 +639,9 @@ impl<K: SchedClass> Machine<K> {
                     k.set_task_group(id, g).map_err(refused)?;
                 }
                 k.set_allowed(id, &allowed);
-                tasks.push(Task::new(
-                    spec,
-                    t,
-                    instance,
-                    allowed[id % allowed.len()],
-                    &allowed,
-                ));
+                let mut task = Task::new(spec, t, instance, allowed[id % allowed.len()], &allowed);
+                task.all_cpus = covers_all(&allowed, ncpus);
+                tasks.push(task);
             }
         }
         Ok((tasks, barrier_users))
@@ -788,6 +792,7 @@ impl<K: SchedClass> Machine<K> {
         let task = &mut self.tasks[t];
         task.cpuset = cpus;
         task.allowed = effective(&task.affinity, task.cpuset.as_deref());
+        task.all_cpus = covers_all(&task.allowed, n);
         self.k.set_allowed(t, &task.allowed);
         let cpu = task.cpu;
         if self.may_use(t, cpu) {
@@ -1174,10 +1179,15 @@ impl<K: SchedClass> Machine<K> {
         }
         let now = self.now();
         let prev = self.tasks[t].cpu;
-        let mut allowed = std::mem::take(&mut self.scratch);
-        self.usable_into(t, &mut allowed);
-        let cpu = self.k.select_task_rq(t, prev, &allowed);
-        self.scratch = allowed;
+        let cpu = if self.tasks[t].all_cpus {
+            self.k.select_task_rq(t, prev, &self.online_list)
+        } else {
+            let mut allowed = std::mem::take(&mut self.scratch);
+            self.usable_into(t, &mut allowed);
+            let cpu = self.k.select_task_rq(t, prev, &allowed);
+            self.scratch = allowed;
+            cpu
+        };
         if let Some((boost, _)) = self.wake_boost[t] {
             self.k.set_nice(t, boost);
             self.tasks[t].nice = boost;
@@ -1271,6 +1281,10 @@ impl<K: SchedClass> Machine<K> {
     /// [`Machine::usable`] into a buffer the caller keeps.
     fn usable_into(&self, t: TaskId, out: &mut Vec<usize>) {
         out.clear();
+        if self.tasks[t].all_cpus {
+            out.extend_from_slice(&self.online_list);
+            return;
+        }
         out.extend(
             self.tasks[t]
                 .allowed
@@ -1288,6 +1302,9 @@ impl<K: SchedClass> Machine<K> {
         if !self.online[cpu] {
             return false;
         }
+        if self.tasks[t].all_cpus {
+            return true;
+        }
         let a = &self.tasks[t].allowed;
         a.contains(&cpu) || !a.iter().any(|&c| self.online[c])
     }
@@ -1301,6 +1318,7 @@ impl<K: SchedClass> Machine<K> {
         }
         if on {
             self.online[cpu] = true;
+            self.online_list = (0..self.online.len()).filter(|&c| self.online[c]).collect();
             self.k.cpu_online(cpu);
             return;
         }
@@ -1308,6 +1326,7 @@ impl<K: SchedClass> Machine<K> {
             return; // the last CPU never goes (the kernel refuses too)
         }
         self.online[cpu] = false;
+        self.online_list = (0..self.online.len()).filter(|&c| self.online[c]).collect();
         let now = self.now();
         if let Some(c) = self.k.curr(cpu) {
             self.charge(c);
@@ -1584,6 +1603,7 @@ impl<K: SchedClass> Machine<K> {
             if task.phase_loops_left != 0 {
                 continue;
             }
+            let last_phase = task.phase;
             task.phase += 1;
             if task.phase == spec.phases.len() {
                 task.phase = 0;
@@ -1595,13 +1615,19 @@ impl<K: SchedClass> Machine<K> {
                 }
             }
             task.phase_loops_left = spec.phases[task.phase].loops;
-            // A phase may narrow (or widen) the CPUs the thread may use.
+            // A phase may narrow (or widen) the CPUs the thread may use;
+            // one with the same `cpus` as the last leaves them as they
+            // are (a one-phase task wraps to the same phase every loop).
+            if spec.phases[task.phase].cpus == spec.phases[last_phase].cpus {
+                continue;
+            }
             let ncpus = self.platform.capacities.len();
             task.affinity = cpus_of(spec, task.phase, ncpus);
             if task.affinity.is_empty() {
                 task.affinity = (0..ncpus).collect();
             }
             task.allowed = effective(&task.affinity, task.cpuset.as_deref());
+            task.all_cpus = covers_all(&task.allowed, ncpus);
             self.k.set_allowed(t, &task.allowed);
         }
     }
@@ -1814,6 +1840,12 @@ impl<K: SchedClass> Machine<K> {
 
 /// A task's CPUs: its affinity within its cpuset, or the whole cpuset
 /// when they do not meet (the cpuset wins, as `cpuset_cpus_allowed` does).
+/// Whether `cpus` is every one of `ncpus` CPUs: as `cpus_of` and
+/// `effective` build their lists, in ascending order without repeats.
+fn covers_all(cpus: &[usize], ncpus: usize) -> bool {
+    cpus.len() == ncpus && cpus.iter().enumerate().all(|(i, &c)| i == c)
+}
+
 fn effective(affinity: &[usize], cpuset: Option<&[usize]>) -> Vec<usize> {
     match cpuset {
         None => affinity.to_vec(),
@@ -1856,6 +1888,46 @@ mod tests {
         let mut m = Machine::new(Platform::uniform(cpus), w, Fair::cfs(cpus)).unwrap();
         m.run_until((secs * 1e9) as Ns);
         m.stats()
+    }
+
+    #[test]
+    fn covers_all_is_exactly_every_cpu_in_order() {
+        assert!(covers_all(&[0, 1, 2], 3));
+        assert!(!covers_all(&[0, 2], 3));
+        assert!(!covers_all(&[0, 0, 1], 3), "a repeat is not every CPU");
+        assert!(
+            !covers_all(&[1, 0, 2], 3),
+            "nor a list out of order (the slow path then)"
+        );
+        assert!(!covers_all(&[0, 1, 2], 4));
+    }
+
+    #[test]
+    fn a_task_on_every_cpu_never_wakes_on_one_unplugged() {
+        // 4 CPUs, 2 of them unplugged: a sleeper allowed everywhere wakes
+        // only on the online ones (the list the wake-up path takes).
+        let w = parse(
+            r#"{"tasks": {"p": {"instance": 6, "loop": -1, "run": 500, "sleep": 500}}}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(4), w, Fair::eevdf(4)).unwrap();
+        m.run_until(50_000_000);
+        m.hotplug(1, false);
+        m.hotplug(3, false);
+        let t0 = m.now();
+        m.record();
+        m.run_until(t0 + 50_000_000);
+        assert!(!m.wake_marks.is_empty());
+        assert!(
+            m.wake_marks.iter().all(|&(_, _, cpu)| cpu == 0 || cpu == 2),
+            "{:?}",
+            m.wake_marks
+                .iter()
+                .filter(|w| w.2 % 2 == 1)
+                .take(3)
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

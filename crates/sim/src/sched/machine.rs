@@ -576,7 +576,7 @@ impl<K: SchedClass> Machine<K> {
             barriers,
             ticks: vec![0; ncpus],
             ticking: vec![true; ncpus],
-            online_list: (0..ncpus).filter(|&c| online[c]).collect(),
+            online_list: online_list(&online),
             online,
             cpu_busy: vec![0; ncpus],
             exited: 0,
@@ -834,10 +834,7 @@ impl<K: SchedClass> Machine<K> {
     /// Puts runnable task `t`, just taken off `from`, on a CPU it may use.
     fn requeue_elsewhere(&mut self, t: TaskId, from: usize) {
         let now = self.now();
-        let mut allowed = std::mem::take(&mut self.scratch);
-        self.usable_into(t, &mut allowed);
-        let cpu = self.k.select_task_rq(t, from, &allowed);
-        self.scratch = allowed;
+        let cpu = self.select_cpu(t, from);
         let task = &mut self.tasks[t];
         task.cpu = cpu;
         task.stats.migrations += 1;
@@ -1179,15 +1176,7 @@ impl<K: SchedClass> Machine<K> {
         }
         let now = self.now();
         let prev = self.tasks[t].cpu;
-        let cpu = if self.tasks[t].all_cpus {
-            self.k.select_task_rq(t, prev, &self.online_list)
-        } else {
-            let mut allowed = std::mem::take(&mut self.scratch);
-            self.usable_into(t, &mut allowed);
-            let cpu = self.k.select_task_rq(t, prev, &allowed);
-            self.scratch = allowed;
-            cpu
-        };
+        let cpu = self.select_cpu(t, prev);
         if let Some((boost, _)) = self.wake_boost[t] {
             self.k.set_nice(t, boost);
             self.tasks[t].nice = boost;
@@ -1278,6 +1267,19 @@ impl<K: SchedClass> Machine<K> {
         a
     }
 
+    /// The class's `select_task_rq` among the CPUs `t` may use now; a task
+    /// allowed everywhere is given the online list as it is.
+    fn select_cpu(&mut self, t: TaskId, prev: usize) -> usize {
+        if self.tasks[t].all_cpus {
+            return self.k.select_task_rq(t, prev, &self.online_list);
+        }
+        let mut allowed = std::mem::take(&mut self.scratch);
+        self.usable_into(t, &mut allowed);
+        let cpu = self.k.select_task_rq(t, prev, &allowed);
+        self.scratch = allowed;
+        cpu
+    }
+
     /// [`Machine::usable`] into a buffer the caller keeps.
     fn usable_into(&self, t: TaskId, out: &mut Vec<usize>) {
         out.clear();
@@ -1318,7 +1320,7 @@ impl<K: SchedClass> Machine<K> {
         }
         if on {
             self.online[cpu] = true;
-            self.online_list = (0..self.online.len()).filter(|&c| self.online[c]).collect();
+            self.online_list = online_list(&self.online);
             self.k.cpu_online(cpu);
             return;
         }
@@ -1326,7 +1328,7 @@ impl<K: SchedClass> Machine<K> {
             return; // the last CPU never goes (the kernel refuses too)
         }
         self.online[cpu] = false;
-        self.online_list = (0..self.online.len()).filter(|&c| self.online[c]).collect();
+        self.online_list = online_list(&self.online);
         let now = self.now();
         if let Some(c) = self.k.curr(cpu) {
             self.charge(c);
@@ -1838,14 +1840,19 @@ impl<K: SchedClass> Machine<K> {
     }
 }
 
-/// A task's CPUs: its affinity within its cpuset, or the whole cpuset
-/// when they do not meet (the cpuset wins, as `cpuset_cpus_allowed` does).
+/// The online CPUs, in ascending order.
+fn online_list(online: &[bool]) -> Vec<usize> {
+    (0..online.len()).filter(|&c| online[c]).collect()
+}
+
 /// Whether `cpus` is every one of `ncpus` CPUs: as `cpus_of` and
 /// `effective` build their lists, in ascending order without repeats.
 fn covers_all(cpus: &[usize], ncpus: usize) -> bool {
     cpus.len() == ncpus && cpus.iter().enumerate().all(|(i, &c)| i == c)
 }
 
+/// A task's CPUs: its affinity within its cpuset, or the whole cpuset
+/// when they do not meet (the cpuset wins, as `cpuset_cpus_allowed` does).
 fn effective(affinity: &[usize], cpuset: Option<&[usize]>) -> Vec<usize> {
     match cpuset {
         None => affinity.to_vec(),

@@ -27,7 +27,8 @@
 //! - paper 000 in units, on two CPUs too: a CPU-bound benchmark alone,
 //!   beside a unit of four periodic threads wanting 1.1 CPUs (`lab
 //!   heavy`'s mix), and beside them with corral: it gets a CPU of its own and,
-//!   from then on, a larger CPU share than beside the mix alone (corral's
+//!   from then on, a larger CPU share than beside the mix alone (or a
+//!   whole CPU where the kernel had left it one: [`gained`]; corral's
 //!   own threads stay off that CPU), in one of two attempts
 //!   (under TCG the mix sometimes falls behind as the benchmark arrives,
 //!   and corral's plan then dedicates none; completion times printed,
@@ -1389,13 +1390,13 @@ fn paper_000(c: &mut Checks) {
             "attempt {attempt}: sets seen {seen:?}, CPU share {sw:?} (on a CPU of its own from {:?} s: {after:?}), wall {w:?} s",
             pinned.map(|p| (p.age * 10.0).round() / 10.0)
         ));
-        if own_cpu && sb.zip(after).is_some_and(|(b, w)| w > b) {
+        if own_cpu && sb.zip(after).is_some_and(|(b, w)| gained(b, w)) {
             held = true;
             break;
         }
     }
     c.check(
-        "paper 000 in units: corral gives the benchmark a CPU of its own beside the mix, and from then on it gets more of a CPU than beside the mix without corral",
+        "paper 000 in units: corral gives the benchmark a CPU of its own beside the mix, and from then on it gets more of a CPU than beside the mix without corral (where the mix took any: at least 0.98 of it where it took none)",
         started && stopped && a.is_some() && held,
         format!(
             "start corral: {out:?}, stop: {stop_out:?}; {}; CPU share beside the mix {sb_whole:?} (from {BASE_FROM_S} s of age on {sb:?}), with corral {sw:?}; wall alone {a:?} s, beside the mix {b:?} s, with corral {w:?} s; last status: {status}",
@@ -1403,6 +1404,28 @@ fn paper_000(c: &mut Checks) {
         ),
     );
 }
+
+/// Whether the benchmark, on a CPU of its own from then on (`with`),
+/// gained on its share beside the mix without corral (`base`, both from
+/// /proc on one clock). Where the mix took some of its CPU (base below
+/// [`UNCONTENDED`]) it must get more; where the kernel had already left
+/// it alone there is nothing to gain, and it must keep a whole CPU
+/// (corral's own sampling included). On a fast host the guest's balancer
+/// puts the mix's 1.1 CPUs on one CPU and the benchmark alone on the
+/// other: 0.998 from 1.5 s of age on in a CI run, against 0.992 and
+/// 0.996 on its own CPU with corral; under a loaded host the mix wakes
+/// onto its CPU (0.93-0.97 without corral, 0.995-1.0 with it).
+fn gained(base: f64, with: f64) -> bool {
+    if base < UNCONTENDED {
+        with > base
+    } else {
+        with >= UNCONTENDED
+    }
+}
+
+/// A CPU share at which the benchmark had its CPU to itself but for the
+/// guest's own housekeeping (ticks, kworkers, corral's sampler).
+const UNCONTENDED: f64 = 0.98;
 
 /// The medium guarantee in a unit: a periodic thread wanting
 /// [`MEDIUM_RUN_MS`] of every 10 ms (a late period is skipped, as
@@ -1539,5 +1562,16 @@ mod tests {
                 "/c/cpu.idle: new"
             ]
         );
+    }
+
+    #[test]
+    fn gained_wants_more_where_the_mix_took_some_and_a_whole_cpu_where_it_took_none() {
+        // A CI run's figures: left alone by the kernel, kept a whole CPU.
+        assert!(gained(0.998, 0.992));
+        assert!(!gained(0.998, 0.97));
+        // A loaded host's: the mix took some, corral gave it back.
+        assert!(gained(0.934, 0.995));
+        assert!(!gained(0.95, 0.94));
+        assert!(!gained(0.95, 0.95));
     }
 }

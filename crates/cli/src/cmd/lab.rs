@@ -792,8 +792,12 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         let (a, b) = two_cpus(paths, None)?;
         let r = corral_lab::costs::measure(a, b, |l| eprintln!("corral lab validate: costs: {l}"))?;
         eprintln!(
-            "corral lab validate: costs: switch {} ns, wake-up {} ns, migration {} ns, tick {} ns",
-            r.costs.context_switch_ns, r.costs.wakeup_ns, r.costs.migration_ns, r.costs.tick_ns
+            "corral lab validate: costs: switch {} ns, wake-up {} ns, timer wake-up {} ns, migration {} ns, tick {} ns",
+            r.costs.context_switch_ns,
+            r.costs.wakeup_ns,
+            r.costs.timer_wakeup_ns,
+            r.costs.migration_ns,
+            r.costs.tick_ns
         );
         Some(r.costs)
     } else {
@@ -1398,6 +1402,15 @@ pub fn costs(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Result
         format!(
             "round trip across CPUs {} ns, less 2 x send/receive, halved",
             r.round_trip_remote_ns
+        ),
+    ]);
+    t.row(vec![
+        "timer wake-up on an idle CPU".into(),
+        c.timer_wakeup_ns.to_string(),
+        format!(
+            "{} sleeps to instants {} ms apart with a timer slack of 1 ns: instant -> back from clock_nanosleep",
+            r.timer_sleeps,
+            r.timer_sleep_ns / 1_000_000
         ),
     ]);
     t.row(vec![

@@ -63,8 +63,9 @@
 //! processes started here are ever signalled.
 //!
 //! rt-app runs with a timer slack of 1 ns (`PR_SET_TIMERSLACK`, inherited
-//! by its threads): the model has no hrtimer slack, and the default 50 µs
-//! would add up to 50 µs to every live wake-up.
+//! by its threads), and the simulated machine is given the same
+//! (`timer_slack`): the default 50 µs would add up to 50 µs to every
+//! wake-up on both sides and hide the scheduler's part in it.
 
 use crate::error::{Error, Result};
 use crate::groups::LabGroups;
@@ -269,6 +270,10 @@ pub struct SimInfo {
     /// This machine's scheduling costs (`corral lab costs`), when the
     /// simulated machine is given them.
     pub costs: Option<crate::costs::Costs>,
+    /// The slack of the simulated threads' timed sleeps, ns: the live
+    /// rt-app's ([`MachineInfo::timer_slack_ns`]); none for RT threads,
+    /// on both sides.
+    pub timer_slack_ns: u64,
 }
 
 /// The loop speed measured before a case and the calibration rt-app got.
@@ -413,6 +418,7 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
         capacity: 1024,
         hz: machine.hz.unwrap_or(250),
         costs: o.costs,
+        timer_slack_ns: machine.timer_slack_ns,
     };
     let (base, temporary) = match &o.keep {
         Some(d) => (d.clone(), false),

@@ -27,7 +27,8 @@ pub(super) struct Simulated {
 }
 
 /// The platform file of a case: this machine's CPUs at capacity 1024,
-/// its HZ, and the case's groups under the run's root.
+/// its HZ, the tick's phase and the timers' slack of the live run, and
+/// the case's groups under the run's root.
 pub(super) fn platform_toml(
     sim: &SimInfo,
     tick_phase_us: u64,
@@ -35,9 +36,10 @@ pub(super) fn platform_toml(
     root: &str,
 ) -> String {
     let mut t = format!(
-        "# corral lab validate: this machine as the simulator sees it.\nkernel = \"eevdf\"\nhz = {}\ntick_phase = \"{}us\"\ncapacities = [{}]\n",
+        "# corral lab validate: this machine as the simulator sees it.\nkernel = \"eevdf\"\nhz = {}\ntick_phase = \"{}us\"\ntimer_slack = \"{}us\"\ncapacities = [{}]\n",
         sim.hz,
         tick_phase_us,
+        sim.timer_slack_ns as f64 / 1000.0,
         vec![sim.capacity.to_string(); sim.cpus].join(", ")
     );
     if let Some(c) = sim.costs {

@@ -5,6 +5,7 @@
 //! features = "NO_RUN_TO_PARITY"         # sched_feat switches (EEVDF), optional
 //! hz = 250                              # CONFIG_HZ
 //! tick_phase = "2ms"                    # first tick (default: one tick in)
+//! timer_slack = "50us"                  # timer_slack_ns of normal tasks' sleeps
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
 //! offline = [2, 3]                      # CPUs offline at the start
@@ -19,6 +20,7 @@
 //! [costs]                               # the scheduler's own work (machine::Costs),
 //! context_switch = "2.1us"              # as `corral lab costs` measures it;
 //! wakeup = "30us"                       # each optional, nil by default
+//! timer_wakeup = "100us"                # (timer_wakeup: wakeup's when not given)
 //! migration = "40us"
 //! tick = "3us"
 //!
@@ -67,6 +69,7 @@ struct File {
     features: Option<String>,
     hz: Option<u32>,
     tick_phase: Option<String>,
+    timer_slack: Option<String>,
     cpus: Option<usize>,
     capacities: Option<Vec<u32>>,
     #[serde(default)]
@@ -88,6 +91,7 @@ struct File {
 struct CostsEntry {
     context_switch: Option<String>,
     wakeup: Option<String>,
+    timer_wakeup: Option<String>,
     migration: Option<String>,
     tick: Option<String>,
 }
@@ -166,6 +170,15 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
         return Err(at("hz", format!("{hz} is not a CONFIG_HZ (100 to 1000)")));
     }
     let tick_phase = tick_phase(f.tick_phase.as_deref(), hz, &at)?;
+    let timer_slack = match f.timer_slack.as_deref() {
+        None => crate::sched::machine::TIMER_SLACK_NS,
+        Some(v) => parse_time(v).ok_or_else(|| {
+            at(
+                "timer_slack",
+                format!("{v:?} is not a time (\"50us\", \"0\")"),
+            )
+        })?,
+    };
     let kernel = match &f.kernel {
         Some(k) => Some(
             k.parse::<crate::models::Model>()
@@ -200,6 +213,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             capacities,
             hz,
             tick_phase,
+            timer_slack,
             hotplug,
             offline: f.offline,
             governor,
@@ -224,9 +238,14 @@ fn costs(c: &CostsEntry, at: At) -> Result<crate::sched::machine::Costs, Error> 
             },
         }
     };
+    let wakeup = time("wakeup", &c.wakeup)?;
     Ok(crate::sched::machine::Costs {
         context_switch: time("context_switch", &c.context_switch)?,
-        wakeup: time("wakeup", &c.wakeup)?,
+        wakeup,
+        timer_wakeup: match c.timer_wakeup {
+            None => wakeup,
+            Some(_) => time("timer_wakeup", &c.timer_wakeup)?,
+        },
         migration: time("migration", &c.migration)?,
         tick: time("tick", &c.tick)?,
     })

@@ -42,6 +42,10 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         self.fair.tracks_pelt()
     }
 
+    fn timer_slack(&self) -> bool {
+        self.fair.timer_slack()
+    }
+
     fn set_nice(&mut self, t: TaskId, nice: i32) {
         if !self.rt_task(t) {
             self.fair.set_nice(t, nice);

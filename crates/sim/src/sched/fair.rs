@@ -1065,6 +1065,11 @@ impl SchedClass for Fair {
         self.flavour == Flavour::Eevdf
     }
 
+    /// Both eras: 2.6.32 and 6.x.
+    fn timer_slack(&self) -> bool {
+        true
+    }
+
     fn set_nice(&mut self, t: TaskId, nice: i32) {
         self.ensure_task(t);
         if !self.is_idle(t) {

@@ -139,6 +139,12 @@ pub trait SchedClass {
     fn tracks_pelt(&self) -> bool {
         false
     }
+    /// Whether its kernel's timed sleeps are hrtimers armed with a normal
+    /// task's `timer_slack_ns` (Linux 2.6.28+): the machine then ends
+    /// them as `Machine::hrtimer_sleep` says, else on time.
+    fn timer_slack(&self) -> bool {
+        false
+    }
     /// Sets a task's nice value (its load weight).
     fn set_nice(&mut self, t: TaskId, nice: i32);
     /// Sets a task's policy (before it first runs); a class refuses the
@@ -267,6 +273,9 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     }
     fn tracks_pelt(&self) -> bool {
         (**self).tracks_pelt()
+    }
+    fn timer_slack(&self) -> bool {
+        (**self).timer_slack()
     }
     fn set_nice(&mut self, t: TaskId, nice: i32) {
         (**self).set_nice(t, nice)

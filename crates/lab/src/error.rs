@@ -96,6 +96,18 @@ impl Error {
         }
     }
 
+    /// Whether it tells of one run of an experiment that went wrong (a
+    /// program that ended early, a measurement that could not be made),
+    /// which another run may not repeat; not of the machine, a file or
+    /// a request, which every run would meet.
+    pub fn is_one_draw(&self) -> bool {
+        match self {
+            Error::Command { .. } | Error::Measurement(_) => true,
+            Error::Within { error, .. } | Error::LogsKept { error, .. } => error.is_one_draw(),
+            _ => false,
+        }
+    }
+
     /// This error, followed by where the logs were kept.
     pub fn logs_kept(self, dir: impl Into<PathBuf>) -> Error {
         Error::LogsKept {

@@ -953,6 +953,44 @@ fn print_case(c: &corral_lab::validate::CaseReport) {
     for n in &c.notes {
         println!("  note: {n}");
     }
+    print_misses(c);
+}
+
+/// A case's measures outside the simulator's targets, grouped by
+/// measure, each group with the model's gaps that bear on it.
+fn print_misses(c: &corral_lab::validate::CaseReport) {
+    use corral_lab::validate::tolerance::{self, Measure};
+    if c.diverged.is_some() || c.compared == 0 {
+        return;
+    }
+    println!(
+        "  targets (share {} pp; latency {:.0} % or {:.0} us; migrations x{:.0}): {} of {} measures met",
+        tolerance::SHARE_PP,
+        tolerance::LATENCY_REL * 100.0,
+        tolerance::LATENCY_ABS_US,
+        tolerance::MIGRATIONS_FACTOR,
+        c.compared - c.misses.len(),
+        c.compared
+    );
+    let mut kinds: Vec<Measure> = c.misses.iter().map(|m| m.measure).collect();
+    kinds.sort();
+    kinds.dedup();
+    for k in kinds {
+        let fig = |v: f64| match k {
+            Measure::Share => format!("{v:.3}"),
+            Measure::Migrations => format!("{v:.0}"),
+            Measure::ResponseP50 | Measure::ResponseP99 => format!("{:.1} ms", v / 1000.0),
+            Measure::WakeupP50 | Measure::WakeupP99 => format!("{v:.0} us"),
+        };
+        let who: Vec<String> = c
+            .misses
+            .iter()
+            .filter(|m| m.measure == k)
+            .map(|m| format!("{} {}/{}", m.task, fig(m.live), fig(m.sim)))
+            .collect();
+        println!("  missed, {} (live/sim): {}", k.name(), who.join(", "));
+        println!("    why: {}", k.why());
+    }
 }
 
 /// `corral lab vm-guest` (issue 7): the test VM's scenarios, run inside it.

@@ -208,7 +208,11 @@ pub(super) fn wait_exit(o: &Options, rt: &mut RtApp<'_>, limit: Duration) -> Res
     Ok(false)
 }
 
-/// rt-app's threads: (tid, comm), lowest tid first, without the main one.
+/// rt-app's threads: (tid, comm) in the order they were made, without
+/// the main one. The kernel hands out ids in increasing order, back to
+/// the start past `pid_max` (`alloc_pid`, cyclic): counted from the main
+/// thread's id modulo 2^32, a thread made after the wrap (300 after
+/// 32767 in one run here) still comes after those made before it.
 pub(super) fn threads_now(procfs: &Path, pid: u32) -> Vec<(u32, String)> {
     let dir = procfs.join(pid.to_string()).join("task");
     let mut v: Vec<(u32, String)> = std::fs::read_dir(&dir)
@@ -223,7 +227,7 @@ pub(super) fn threads_now(procfs: &Path, pid: u32) -> Vec<(u32, String)> {
             (tid, comm.trim_end().to_string())
         })
         .collect();
-    v.sort_unstable();
+    v.sort_unstable_by_key(|&(tid, _)| tid.wrapping_sub(pid));
     v
 }
 
@@ -289,7 +293,23 @@ pub(super) fn run_live(
     let pid = rt.pid;
 
     let tids = rtapp_threads(o, &mut rt, threads)?;
-    let t0 = Instant::now();
+    // The use case's start, from which rt-app counts its duration: just
+    // after it made its last thread. This thread may see them late (it
+    // polls beside the workload's own threads: sixteen busy ones on two
+    // CPUs kept it off a CPU long enough that rt-app ended before the
+    // window did), so the last thread's start time says how late (in
+    // USER_HZ ticks, 10 ms).
+    let late = tids
+        .last()
+        .and_then(|&t| {
+            let start = corral_linux::state::start_time(&o.procfs, pid, t)?;
+            let now = corral_linux::state::now_ticks(&o.procfs)?;
+            Some(Duration::from_millis(now.saturating_sub(start) * 10))
+        })
+        .unwrap_or_default();
+    let t0 = Instant::now()
+        .checked_sub(late)
+        .unwrap_or_else(Instant::now);
     for (th, tid) in threads.iter().zip(&tids) {
         if th.group.is_empty() {
             continue;
@@ -430,4 +450,33 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
         ns_per_loop_max: ns[ns.len() - 1],
         used: (median.round() as u32).max(1),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_come_in_the_order_they_were_made_across_the_id_wrap() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid = 32760u32;
+        for (tid, comm) in [
+            (pid, "rt-app"),
+            (32766, "hog"),
+            (32767, "periodic"),
+            (300, "hog"),
+        ] {
+            let t = dir.path().join(format!("{pid}/task/{tid}"));
+            std::fs::create_dir_all(&t).unwrap();
+            std::fs::write(t.join("comm"), format!("{comm}\n")).unwrap();
+        }
+        assert_eq!(
+            threads_now(dir.path(), pid),
+            [
+                (32766, "hog".to_string()),
+                (32767, "periodic".to_string()),
+                (300, "hog".to_string())
+            ]
+        );
+    }
 }

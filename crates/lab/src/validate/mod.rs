@@ -87,6 +87,7 @@ mod machine;
 mod prepare;
 mod runs;
 mod sim;
+pub mod tolerance;
 use live::*;
 use log::*;
 use machine::*;
@@ -370,6 +371,10 @@ pub struct CaseReport {
     /// Each run's own report, when there were several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_run: Vec<CaseReport>,
+    /// The measures outside the simulator's targets ([`tolerance`]), of
+    /// the figures above (the medians), and how many were compared.
+    pub misses: Vec<tolerance::Miss>,
+    pub compared: usize,
 }
 
 /// The experiment's report.
@@ -433,6 +438,7 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
     let runs = o.runs.max(1);
     'cases: for case in selected {
         let mut reps = Vec::new();
+        let mut failed = Vec::new();
         for r in 1..=runs {
             if o.stop.load(Ordering::SeqCst) {
                 result = Err(Error::Interrupted);
@@ -452,13 +458,30 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
                         break;
                     }
                 }
+                // One live run that went wrong (rt-app ended early, its
+                // threads not found) is one draw: left out, as a
+                // diverged run is, and said so. Every run of a case
+                // failing ends the experiment, as any other error does.
+                Err(e) if e.is_one_draw() && (r < runs || !reps.is_empty()) => {
+                    progress(&format!("{}: run {r} failed, left out: {e}", case.name));
+                    failed.push(format!("run {r} failed and is left out: {e}"));
+                }
                 Err(e) => {
                     result = Err(e.within(case.name));
                     break 'cases;
                 }
             }
         }
-        cases.push(runs::medians(reps));
+        if reps.is_empty() {
+            continue;
+        }
+        let mut case = runs::medians(reps);
+        case.notes.extend(failed);
+        if case.diverged.is_none() {
+            case.misses = tolerance::misses(&case.tasks);
+            case.compared = tolerance::compared(&case.tasks);
+        }
+        cases.push(case);
     }
     if temporary {
         let _ = std::fs::remove_dir_all(&base);
@@ -495,6 +518,8 @@ fn skipped(case: &Case, why: String) -> CaseReport {
         notes: Vec::new(),
         runs: 1,
         per_run: Vec::new(),
+        misses: Vec::new(),
+        compared: 0,
     }
 }
 
@@ -748,6 +773,8 @@ fn run_case(
         notes: live.notes,
         runs: 1,
         per_run: Vec::new(),
+        misses: Vec::new(),
+        compared: 0,
     })
 }
 

@@ -28,21 +28,37 @@ fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// `sh` that forks a `sleep` after `delay`: the child inherits whatever
-/// affinity the shell has then.
-fn forker(delay: &str) -> Child {
+/// `sh` that forks a `sleep` once file `go` exists ([`go`]): the child
+/// inherits whatever affinity the shell has then. (A fixed delay before
+/// the fork left the order of fork and move to the machine's load.)
+fn forker(go: &std::path::Path) -> Child {
     Command::new("sh")
-        .args(["-c", &format!("sleep {delay}; sleep 30 & wait")])
+        .args([
+            "-c",
+            &format!(
+                "while [ ! -e '{}' ]; do sleep 0.01; done; sleep 30 & wait",
+                go.display()
+            ),
+        ])
         .spawn()
         .unwrap()
+}
+
+/// Lets the shell of [`forker`] fork.
+fn go(file: &std::path::Path) {
+    std::fs::write(file, "").unwrap();
 }
 
 fn wait_for_child(pid: u32) -> u32 {
     let t0 = Instant::now();
     loop {
-        // The shell's own `sleep {delay}` comes and goes first.
+        // The shell's own `sleep 0.01` come and go first, each a copy of
+        // the shell until its exec, with the shell's command line (which
+        // holds "30"): only `sleep 30` itself is the child. (A match on
+        // "30" took such a copy, forked before the move, in a CI run.)
         if let Some(&c) = children(pid).iter().find(|&&c| {
-            std::fs::read_to_string(format!("/proc/{c}/cmdline")).is_ok_and(|s| s.contains("30"))
+            std::fs::read_to_string(format!("/proc/{c}/cmdline"))
+                .is_ok_and(|s| s == "sleep\x0030\0")
         }) {
             return c;
         }
@@ -110,7 +126,8 @@ fn a_member_gets_its_groups_cpus_and_restore_gives_it_and_its_children_their_own
     else {
         return;
     };
-    let sh = forker("0.5");
+    let gate = dir.path().join("go");
+    let sh = forker(&gate);
     let pid = sh.id();
     let before = mask(pid);
     assert_eq!(before, all);
@@ -118,6 +135,7 @@ fn a_member_gets_its_groups_cpus_and_restore_gives_it_and_its_children_their_own
     assert_eq!(mask(pid), one, "the member runs on its group's CPUs");
     assert_eq!(p.narrow_masks(), vec![one.clone()]);
     // Born to the member, the sleep inherits its CPU set.
+    go(&gate);
     let kid = wait_for_child(pid);
     assert_eq!(mask(kid), one);
     // The record names the set, for a restore after a crash.
@@ -137,11 +155,13 @@ fn after_a_crash_reconcile_gives_back_the_recorded_affinity_and_the_inherited_on
     else {
         return;
     };
-    let sh = forker("0.5");
+    let gate = dir.path().join("go");
+    let sh = forker(&gate);
     let pid = sh.id();
     let record = dir.path().join("record.json");
     // The daemon dies once the move is done: nothing is put back.
     drop(placed(record.clone(), pid, &one));
+    go(&gate);
     let kid = wait_for_child(pid);
     assert_eq!((mask(pid), mask(kid)), (one.clone(), one.clone()));
     // The record says "written by a daemon that is gone" only when its
@@ -172,9 +192,11 @@ fn a_child_born_to_a_member_gets_its_affinity_back_after_release_removal_or_a_ne
         return;
     };
     for case in ["released", "removed", "new set"] {
-        let sh = forker("0.3");
+        let gate = dir.path().join(format!("{case}.go"));
+        let sh = forker(&gate);
         let pid = sh.id();
         let mut p = placed(dir.path().join(format!("{case}.json")), pid, &one);
+        go(&gate);
         let kid = wait_for_child(pid);
         assert_eq!(mask(kid), one, "{case}");
         match case {

@@ -272,6 +272,9 @@ struct Task {
     log: Vec<LogLine>,
     /// Its own ("unique…") timers: name, next expiry.
     own_timers: Vec<(Name, Ns)>,
+    /// Its timed sleeps' slack (`timer_slack_ns`), ns: the platform's for
+    /// a normal task, none for an RT one (`Machine::hrtimer_sleep`).
+    timer_slack: Ns,
     /// The scheduler's costs it owes (`Costs`), paid from its next run.
     overhead: Ns,
     /// The CPU it last ran on.
@@ -543,6 +546,7 @@ impl Task {
             iter_wu_lat: 0,
             first_start: None,
             timer_due: None,
+            timer_slack: 0,
             overhead: 0,
             ran_on: None,
             log: Vec::new(),
@@ -569,6 +573,17 @@ impl<K: SchedClass> Machine<K> {
         let (ids, names) = resource_ids(&work);
         let nnames = names.len().max(1);
         let (mut tasks, barrier_users) = Self::tasks(&work, &mut k, ncpus, &names, nnames)?;
+        // Each thread's `timer_slack_ns`, as the kernel keeps it per task.
+        let slack = if k.timer_slack() {
+            platform.timer_slack
+        } else {
+            0
+        };
+        for t in tasks.iter_mut() {
+            if !work.tasks[t.spec].policy.is_rt() {
+                t.timer_slack = slack;
+            }
+        }
         let online = online_at_start(&platform)?;
         // Tasks start on an online CPU they may use (any online CPU when
         // none of theirs is, as select_fallback_rq does).
@@ -1595,13 +1610,8 @@ impl<K: SchedClass> Machine<K> {
     /// run when the CPU has a task to run as the timer is armed (the
     /// kernel: at expiry); other timers' interrupts are not modelled.
     fn hrtimer_sleep(&mut self, t: TaskId, soft: Ns) {
-        let cpu = self.tasks[t].cpu;
+        let (cpu, slack) = (self.tasks[t].cpu, self.tasks[t].timer_slack);
         self.block(t, false);
-        let slack = if !self.k.timer_slack() || self.work.tasks[self.tasks[t].spec].policy.is_rt() {
-            0
-        } else {
-            self.platform.timer_slack
-        };
         let hard = soft + slack;
         let at = if slack > 0 && self.k.curr(cpu).is_some() {
             self.tick_at_or_after(soft).min(hard)

@@ -202,7 +202,8 @@ pub struct SimArgs {
     /// EEVDF's sched_feat switches, as /sys/kernel/debug/sched/features
     /// takes them: NO_NAME turns NAME off, e.g. "NO_RUN_TO_PARITY,NO_PLACE_LAG"
     /// (PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE,
-    /// RUN_TO_PARITY, PREEMPT_SHORT, DELAY_DEQUEUE, DELAY_ZERO; all on by
+    /// RUN_TO_PARITY, PREEMPT_SHORT, DELAY_DEQUEUE, DELAY_ZERO, SIS_UTIL,
+    /// WA_IDLE, WA_WEIGHT, WA_BIAS; all on by
     /// default, as in Linux 6.18).
     #[arg(long, value_name = "FEATURES")]
     pub sched_feat: Option<corral_sim::sched::features::Features>,

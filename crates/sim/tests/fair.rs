@@ -216,7 +216,17 @@ fn a_group_gets_its_quota_and_no_more() {
         let free = s[2].cpu_ns as f64 / 5e9;
         println!("{f:?}: /lim got {lim:.4} CPUs (quota 0.25), the free hog {free:.4}");
         assert!((lim - 0.25).abs() < 0.01, "{lim}");
-        assert!(free > 0.99, "{free}");
+        // 2.6.32's balancer pulls by instantaneous load and gives the free
+        // hog a CPU of its own. 6.x's does not move a task between two
+        // busy CPUs whose groups are not overloaded, nor into a throttled
+        // group: while /lim runs, the free hog may share with one of its
+        // hogs. Live on this machine's 6.18 (2 CPUs, the same three
+        // hogs, 5-10 s): 0.914, 0.904 and 0.968 of a CPU.
+        let floor = match f {
+            Flavour::Cfs => 0.99,
+            Flavour::Eevdf => 0.85,
+        };
+        assert!(free > floor, "{free}");
         // Bad limits are refused.
         assert!(m.set_group_quota("/lim", Some(10), 100_000_000).is_err());
         assert!(m

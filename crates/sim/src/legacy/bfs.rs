@@ -34,7 +34,7 @@ use crate::engine::Ns;
 use crate::legacy::runq::ClassicPolicy as Kind;
 use crate::legacy::runq::{GlobalCpus, Lists};
 use crate::sched::kernel::Policy;
-use crate::sched::kernel::{SchedClass, TaskId, Work};
+use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
 
 /// Less than this left of a quota counts as used up (`RESCHED_US`).
 pub const RESCHED_NS: i64 = 100_000;
@@ -290,7 +290,7 @@ impl SchedClass for Bfs {
             .is_some_and(|c| self.cpus.may_run(woken, cpu) && self.key(woken) < self.key(c))
     }
 
-    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize {
+    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize], _: &WakeCtx) -> usize {
         self.ensure(t);
         let last = self.tasks[t].last_cpu.unwrap_or(prev);
         if let Some(idle) = self.cpus.claim_idle(last, allowed) {
@@ -328,6 +328,7 @@ impl SchedClass for Bfs {
         _: Ns,
         newidle: bool,
         allowed: &dyn Fn(TaskId, usize) -> bool,
+        _pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> Vec<(TaskId, usize)> {
         self.cpus
             .hand_over(cpu, newidle, self.queue.iter(0), allowed)

@@ -44,7 +44,7 @@
 use crate::engine::Ns;
 use crate::legacy::runq::{GlobalCpus, Lists};
 use crate::sched::kernel::Policy;
-use crate::sched::kernel::{SchedClass, TaskId, Work};
+use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
 
 /// The knobs of 2.4's scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -501,7 +501,7 @@ impl<Q: RunQueue24> SchedClass for Sched24<Q> {
                 > self.tun.preempt_margin
     }
 
-    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize {
+    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize], _: &WakeCtx) -> usize {
         self.ensure(t);
         let last = match self.tasks[t].processor {
             NO_CPU => prev,
@@ -547,6 +547,7 @@ impl<Q: RunQueue24> SchedClass for Sched24<Q> {
         _: Ns,
         newidle: bool,
         allowed: &dyn Fn(TaskId, usize) -> bool,
+        _pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> Vec<(TaskId, usize)> {
         self.cpus.hand_over(cpu, newidle, self.q.iter(), allowed)
     }

@@ -57,7 +57,7 @@ use crate::engine::Ns;
 use crate::legacy::runq::ClassicPolicy as Kind;
 use crate::legacy::runq::Lists;
 use crate::sched::kernel::Policy;
-use crate::sched::kernel::{SchedClass, TaskId, Work};
+use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
 
 /// Priorities 0–99 are RT.
 pub const MAX_RT_PRIO: usize = 100;
@@ -500,7 +500,7 @@ impl SchedClass for O1 {
             .is_some_and(|c| self.tasks[woken].prio < self.tasks[c].prio)
     }
 
-    fn select_task_rq(&mut self, _: TaskId, prev: usize, allowed: &[usize]) -> usize {
+    fn select_task_rq(&mut self, _: TaskId, prev: usize, allowed: &[usize], _: &WakeCtx) -> usize {
         let idle = |c: usize| self.rqs[c].nr() == 0;
         let has_prev = allowed.contains(&prev);
         if has_prev && idle(prev) {
@@ -540,6 +540,7 @@ impl SchedClass for O1 {
         _: Ns,
         _newidle: bool,
         allowed: &dyn Fn(TaskId, usize) -> bool,
+        _pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> Vec<(TaskId, usize)> {
         let this = self.rqs[cpu].nr();
         let idle = self.rqs[cpu].curr.is_none();

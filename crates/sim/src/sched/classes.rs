@@ -5,7 +5,7 @@
 
 use crate::engine::Ns;
 use crate::sched::kernel::Policy;
-use crate::sched::kernel::{SchedClass, TaskId, Work};
+use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
 use crate::sched::rt::{Rt, RtBandwidth};
 
 /// RT above fair class `F`.
@@ -189,9 +189,15 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         }
     }
 
-    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize {
+    fn select_task_rq(
+        &mut self,
+        t: TaskId,
+        prev: usize,
+        allowed: &[usize],
+        wake: &WakeCtx,
+    ) -> usize {
         if !self.rt_task(t) {
-            return self.fair.select_task_rq(t, prev, allowed);
+            return self.fair.select_task_rq(t, prev, allowed, wake);
         }
         // cpupri: prev unless an equal or higher RT task holds it; then the
         // CPU running the lowest priority (idle below fair below RT).
@@ -228,18 +234,23 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         q
     }
 
+    fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
+        self.fair.fair_rq(cpu)
+    }
+
     fn balance(
         &mut self,
         cpu: usize,
         now: Ns,
         idle: bool,
         allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> Vec<(TaskId, usize)> {
         let mut moved = Vec::new();
         if self.rt.curr(cpu).is_none() {
             moved.extend(self.rt.pull(cpu, allowed));
         }
-        moved.extend(self.fair.balance(cpu, now, idle, allowed));
+        moved.extend(self.fair.balance(cpu, now, idle, allowed, pelt));
         moved
     }
 }

@@ -86,7 +86,8 @@
 use crate::engine::{Ns, OrderedSet};
 use crate::sched::features::{Feature, Features};
 use crate::sched::kernel::Policy;
-use crate::sched::kernel::{SchedClass, TaskId, Work};
+use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
+use crate::sched::pelt::Pelt;
 use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
 use std::collections::HashMap;
 
@@ -217,6 +218,13 @@ struct TaskInfo {
     entity: EntityId,
     group: GroupId,
     policy: Policy,
+    /// `wakee_flips`: how often, decayed by half each second, this task
+    /// woke a different task than the last (`record_wakee`).
+    wakee_flips: u32,
+    last_wakee: Option<TaskId>,
+    wakee_flip_decay_ts: Ns,
+    /// `recent_used_cpu`: the prev of its last wake-up.
+    recent_used_cpu: Option<usize>,
 }
 
 /// The fair class, with group scheduling.
@@ -236,8 +244,11 @@ pub struct Fair {
     /// The task running on each CPU.
     running: Vec<Option<TaskId>>,
     /// Runnable tasks per CPU (delayed ones not counted; XXX: throttled
-    /// ones are, which the kernel's `h_nr_runnable` does not).
+    /// ones are, which the kernel's `h_nr_runnable` does not: see
+    /// [`Fair::h_nr_runnable`]).
     runnable: Vec<usize>,
+    /// Of those, the tasks under a throttled group.
+    throttled_nr: Vec<usize>,
     /// Groups with a bandwidth limit.
     limited: Vec<GroupId>,
     /// Buffers the balancer reuses.
@@ -247,6 +258,19 @@ pub struct Fair {
     balance_failed: Vec<u32>,
     /// Paper 001's input-handling tasks (see [`Fair::set_interactive`]).
     interactive: Vec<TaskId>,
+    /// `sd_llc_shared->nr_idle_scan` (SIS_UTIL), one LLC (XXX: the
+    /// platform has no cache topology; every CPU shares one LLC).
+    nr_idle_scan: usize,
+    /// Which CPUs are online (the LLC's span).
+    online: Vec<bool>,
+    /// EEVDF era: `rq->avg_idle`, the average idle span a wake-up ends
+    /// (`update_rq_avg_idle`), and `rq->idle_stamp`, when new-idle
+    /// balancing last found nothing.
+    avg_idle: Vec<Ns>,
+    idle_stamp: Vec<Option<Ns>>,
+    /// EEVDF era: `rd->overloaded`, some CPU has two runnable tasks (set
+    /// at the enqueue that makes two, recomputed at periodic balancing).
+    overloaded: bool,
     /// Scheduling work (counters only: picks, entities looked at to pick,
     /// task enqueues and dequeues).
     work: Work,
@@ -277,10 +301,16 @@ impl Fair {
             tasks: Vec::new(),
             running: vec![None; ncpus],
             runnable: vec![0; ncpus],
+            throttled_nr: vec![0; ncpus],
             limited: Vec::new(),
             scratch: Default::default(),
             balance_failed: vec![0; ncpus],
             interactive: Vec::new(),
+            nr_idle_scan: ncpus,
+            online: vec![true; ncpus],
+            avg_idle: vec![2 * MIGRATION_COST_NS; ncpus],
+            idle_stamp: vec![None; ncpus],
+            overloaded: false,
             work: Work::default(),
         };
         let root: Vec<RqId> = (0..ncpus)
@@ -377,6 +407,10 @@ impl Fair {
                 entity: e,
                 group: 0,
                 policy: Policy::Other,
+                wakee_flips: 0,
+                last_wakee: None,
+                wakee_flip_decay_ts: 0,
+                recent_used_cpu: None,
             });
         }
     }
@@ -946,6 +980,10 @@ impl Fair {
     /// `throttle_cfs_rq`: the group's entity leaves its parent's queue on
     /// this CPU; its tasks stay queued inside, out of reach.
     fn throttle(&mut self, rq: RqId) {
+        if !self.hierarchy_throttled(rq) {
+            let (n, cpu) = (self.unthrottled_tasks_below(rq), self.rq_cpu(rq));
+            self.throttled_nr[cpu] += n;
+        }
         self.rqs[rq].throttled = true;
         if let Some(se) = self.rqs[rq].se {
             if self.entities[se].on_rq {
@@ -958,6 +996,10 @@ impl Fair {
     /// entities above it that emptied), if it has anything queued.
     fn unthrottle(&mut self, rq: RqId, now: Ns) {
         self.rqs[rq].throttled = false;
+        if !self.hierarchy_throttled(rq) {
+            let (n, cpu) = (self.unthrottled_tasks_below(rq), self.rq_cpu(rq));
+            self.throttled_nr[cpu] -= n;
+        }
         if self.rqs[rq].nr_queued == 0 {
             return;
         }
@@ -1038,6 +1080,517 @@ impl Fair {
                 }
             }
         }
+    }
+
+    /// `cfs_rq->h_nr_runnable` of `cpu`'s root: runnable tasks not
+    /// delayed and not under a throttled group.
+    fn h_nr_runnable(&self, cpu: usize) -> usize {
+        self.runnable[cpu] - self.throttled_nr[cpu]
+    }
+
+    /// The CPU a run queue belongs to.
+    fn rq_cpu(&self, rq: RqId) -> usize {
+        let g = self.rqs[rq].group;
+        self.groups[g]
+            .rqs
+            .iter()
+            .position(|&r| r == rq)
+            .unwrap_or(0)
+    }
+
+    /// `throttled_hierarchy`: `rq` or a queue above it is throttled.
+    fn hierarchy_throttled(&self, mut rq: RqId) -> bool {
+        loop {
+            if self.rqs[rq].throttled {
+                return true;
+            }
+            match self.rqs[rq].se {
+                Some(se) => rq = self.entities[se].rq,
+                None => return false,
+            }
+        }
+    }
+
+    /// Runnable tasks (not delayed) queued under `rq`, but not under a
+    /// throttled queue below it.
+    fn unthrottled_tasks_below(&self, rq: RqId) -> usize {
+        let mut n = 0;
+        let mut stack = vec![rq];
+        while let Some(r) = stack.pop() {
+            let q = &self.rqs[r];
+            for e in q.curr.into_iter().chain(q.tree.iter().map(|&(_, e)| e)) {
+                match self.entities[e].my_rq {
+                    Some(child) if !self.rqs[child].throttled => stack.push(child),
+                    Some(_) => {}
+                    None => n += !self.entities[e].delayed as usize,
+                }
+            }
+        }
+        n
+    }
+
+    /// `available_idle_cpu`: nothing runs or waits on `cpu` (a wake-up
+    /// already sent there waits, as `ttwu_pending` does). XXX: a CPU
+    /// running only SCHED_IDLE tasks (`sched_idle_cpu`) is not taken
+    /// for idle, and neither are RT tasks seen here.
+    fn idle_cpu(&self, cpu: usize) -> bool {
+        self.h_nr_runnable(cpu) == 0 && self.running[cpu].is_none()
+    }
+
+    /// `record_wakee`: `waker` woke `wakee`; its flips halve once a
+    /// second has passed since they last did.
+    fn record_wakee(&mut self, waker: TaskId, wakee: TaskId, now: Ns) {
+        self.ensure_task(waker);
+        let w = &mut self.tasks[waker];
+        if now > w.wakee_flip_decay_ts + 1_000_000_000 {
+            w.wakee_flips >>= 1;
+            w.wakee_flip_decay_ts = now;
+        }
+        if w.last_wakee != Some(wakee) {
+            w.last_wakee = Some(wakee);
+            w.wakee_flips += 1;
+        }
+    }
+
+    /// `wake_wide`: a waker that switches among many wakees (or a wakee
+    /// woken by many) spreads them instead of pulling them to itself:
+    ///
+    /// ```text
+    /// master = max(flips(waker), flips(wakee)), slave = min(…)
+    /// wide   = slave ≥ llc_size  and  master ≥ slave · llc_size
+    /// ```
+    fn wake_wide(&self, wakee: TaskId, waker: TaskId) -> bool {
+        let factor = self.llc_size() as u32;
+        let (a, b) = (self.tasks[waker].wakee_flips, self.tasks[wakee].wakee_flips);
+        let (master, slave) = (a.max(b), a.min(b));
+        !(slave < factor || master < slave.saturating_mul(factor))
+    }
+
+    /// `sd_llc_size`: the online CPUs of the one LLC.
+    fn llc_size(&self) -> usize {
+        self.online.iter().filter(|&&o| o).count().max(1)
+    }
+
+    /// `task_h_load`: the task's `load_avg` as the root sees it (XXX: its
+    /// groups' part from the instantaneous weights of `root_weight`, not
+    /// the `cfs_rq`s' `h_load`).
+    fn task_h_load(&self, t: TaskId, pelt: &Pelt) -> u64 {
+        let w = self.entities[self.tasks[t].entity].weight.max(1) as u128;
+        (pelt.avg(t).load_avg as u128 * self.root_weight(t) as u128 / w) as u64
+    }
+
+    /// `wake_affine_idle`: an idle waker's CPU (or prev, if it is idle
+    /// too), a sync waker's CPU it has alone, or an idle prev.
+    fn wake_affine_idle(&self, this: usize, prev: usize, sync: bool) -> Option<usize> {
+        if self.idle_cpu(this) {
+            return Some(if self.idle_cpu(prev) { prev } else { this });
+        }
+        if sync && self.runnable[this] == 1 {
+            return Some(this);
+        }
+        self.idle_cpu(prev).then_some(prev)
+    }
+
+    /// `wake_affine_weight`: the waker's CPU when, with the task on it,
+    /// its load is below prev's without it (WA_BIAS: prev's counted
+    /// `100 + (imbalance_pct − 100)/2` against 100):
+    ///
+    /// ```text
+    /// this_eff = (cpu_load(this) − [sync] h_load(waker) + h_load(p)) · 100 · cap(prev)
+    /// prev_eff = (cpu_load(prev) − h_load(p)) · 108 · cap(this) + [sync]
+    /// this if this_eff < prev_eff
+    /// ```
+    fn wake_affine_weight(
+        &self,
+        t: TaskId,
+        this: usize,
+        prev: usize,
+        wake: &WakeCtx,
+    ) -> Option<usize> {
+        let pelt = wake.pelt?;
+        let mut this_eff = pelt.cpu_load(this) as i128;
+        if wake.sync {
+            if let Some(w) = wake.waker {
+                let current = self.task_h_load(w, pelt) as i128;
+                if current > this_eff {
+                    return Some(this);
+                }
+                this_eff -= current;
+            }
+        }
+        let task_load = self.task_h_load(t, pelt) as i128;
+        this_eff += task_load;
+        let bias = self.feat.on(Feature::WaBias);
+        if bias {
+            this_eff *= 100;
+        }
+        this_eff *= pelt.capacity(prev) as i128;
+        let mut prev_eff = pelt.cpu_load(prev) as i128 - task_load;
+        if bias {
+            prev_eff *= 100 + (LLC_IMBALANCE_PCT as i128 - 100) / 2;
+        }
+        prev_eff *= pelt.capacity(this) as i128;
+        if wake.sync {
+            prev_eff += 1;
+        }
+        (this_eff < prev_eff).then_some(this)
+    }
+
+    /// `wake_affine`: the waker's CPU or prev, as the target
+    /// `select_idle_sibling` starts from.
+    fn wake_affine(&self, t: TaskId, this: usize, prev: usize, wake: &WakeCtx) -> usize {
+        let mut target = None;
+        if self.feat.on(Feature::WaIdle) {
+            target = self.wake_affine_idle(this, prev, wake.sync);
+        }
+        if target.is_none() && self.feat.on(Feature::WaWeight) {
+            target = self.wake_affine_weight(t, this, prev, wake);
+        }
+        if target == Some(this) {
+            this
+        } else {
+            prev
+        }
+    }
+
+    /// `select_idle_sibling`: target if idle, else prev if idle, else the
+    /// task's recently used CPU if idle, else the first idle CPU of the
+    /// LLC after target (`select_idle_cpu`, at most `nr_idle_scan` CPUs
+    /// looked at under SIS_UTIL), else target. XXX: no SMT idle-core
+    /// search, no clusters, no `select_idle_capacity` on asymmetric
+    /// platforms.
+    fn select_idle_sibling(
+        &mut self,
+        t: TaskId,
+        prev: usize,
+        target: usize,
+        allowed: &[usize],
+    ) -> usize {
+        if self.idle_cpu(target) {
+            return target;
+        }
+        if prev != target && self.idle_cpu(prev) {
+            return prev;
+        }
+        let recent = self.tasks[t].recent_used_cpu.replace(prev);
+        if let Some(r) = recent {
+            if r != prev && r != target && self.idle_cpu(r) && allowed.contains(&r) {
+                return r;
+            }
+        }
+        let nr = if self.feat.on(Feature::SisUtil) {
+            self.nr_idle_scan
+        } else {
+            usize::MAX
+        };
+        // `for_each_cpu_wrap(cpu, llc ∩ allowed, target + 1)`: the CPUs in
+        // order after target, wrapping; the scan gives up after `nr`.
+        let n = self.ncpus;
+        let after = |c: usize| (c + n - target - 1) % n;
+        let Some(best) = allowed
+            .iter()
+            .copied()
+            .filter(|&c| self.idle_cpu(c))
+            .min_by_key(|&c| after(c))
+        else {
+            return target;
+        };
+        let rank = allowed.iter().filter(|&&c| after(c) < after(best)).count();
+        if rank < nr {
+            best
+        } else {
+            target
+        }
+    }
+
+    /// A wake-up's CPU in the 6.x kernel (`select_task_rq_fair`, WF_TTWU):
+    /// the waker's CPU or prev by `wake_affine` (unless `wake_wide`), then
+    /// `select_idle_sibling` around it.
+    fn select_task_rq_wake(
+        &mut self,
+        t: TaskId,
+        prev: usize,
+        this: usize,
+        allowed: &[usize],
+        wake: &WakeCtx,
+    ) -> usize {
+        let mut want_affine = allowed.contains(&this);
+        if let Some(w) = wake.waker {
+            self.record_wakee(w, t, wake.now);
+            want_affine &= !self.wake_wide(t, w);
+        }
+        let target = if want_affine && this != prev {
+            self.wake_affine(t, this, prev, wake)
+        } else {
+            prev
+        };
+        self.select_idle_sibling(t, prev, target, allowed)
+    }
+
+    /// `update_idle_cpu_scan`, at a periodic balance of the LLC: how many
+    /// CPUs `select_idle_cpu` may look at, fewer as the LLC fills and
+    /// none from 100/117 (85 %) of it on:
+    ///
+    /// ```text
+    /// x  = Σ cpu_util / llc_weight
+    /// y  = 1024 − min(x² · pct² / (10000 · 1024), 1024)
+    /// nr = y · llc_weight / 1024
+    /// ```
+    fn update_idle_cpu_scan(&mut self, pelt: &Pelt) {
+        let llc_weight = self.llc_size() as u64;
+        let sum_util: u64 = (0..self.ncpus)
+            .filter(|&c| self.online[c])
+            .map(|c| pelt.cpu_util(c))
+            .sum();
+        let x = sum_util / llc_weight;
+        let pct = LLC_IMBALANCE_PCT;
+        let tmp = (x * x * pct * pct / (10_000 * 1024)).min(1024);
+        let y = 1024 - tmp;
+        self.nr_idle_scan = (y * llc_weight / 1024) as usize;
+    }
+
+    /// `update_rq_avg_idle`, at a wake-up onto `cpu` while it idles
+    /// after a new-idle balance that found nothing:
+    ///
+    /// ```text
+    /// avg_idle += (now − idle_stamp − avg_idle) / 8,  at most 2 · max_idle_balance_cost
+    /// ```
+    ///
+    /// (XXX: `max_idle_balance_cost` kept at its floor,
+    /// `sysctl_sched_migration_cost`; the kernel raises it to what a
+    /// new-idle balance took, µs here.)
+    fn update_rq_avg_idle(&mut self, cpu: usize, now: Ns) {
+        let Some(stamp) = self.idle_stamp[cpu].take() else {
+            return;
+        };
+        let delta = now.saturating_sub(stamp) as i64;
+        let avg = self.avg_idle[cpu] as i64;
+        let avg = (avg + (delta - avg) / 8).max(0) as Ns;
+        self.avg_idle[cpu] = avg.min(2 * MIGRATION_COST_NS);
+    }
+
+    /// One CPU as a scheduling group of the domain (`update_sg_lb_stats`
+    /// over a group of one CPU).
+    fn sg_lb_stats(&self, cpu: usize, pelt: &Pelt) -> SgStats {
+        let nr = self.h_nr_runnable(cpu) as u64;
+        let mut sg = SgStats {
+            load: pelt.cpu_load(cpu),
+            util: pelt.cpu_util(cpu),
+            runnable: pelt.cpu_runnable(cpu),
+            nr,
+            idle: nr == 0 && self.idle_cpu(cpu),
+            capacity: pelt.capacity(cpu).max(1),
+            group_type: GroupType::HasSpare,
+            avg_load: 0,
+        };
+        sg.group_type = sg.classify();
+        if sg.group_type == GroupType::Overloaded {
+            sg.avg_load = sg.load * 1024 / sg.capacity;
+        }
+        sg
+    }
+
+    /// `update_sd_pick_busiest`: whether `sg` is busier than `busiest`.
+    fn busier(sg: &SgStats, busiest: Option<&SgStats>) -> bool {
+        if sg.nr == 0 {
+            return false;
+        }
+        let Some(b) = busiest else {
+            return true;
+        };
+        if sg.group_type != b.group_type {
+            return sg.group_type > b.group_type;
+        }
+        match sg.group_type {
+            GroupType::Overloaded => sg.avg_load > b.avg_load,
+            // avg_load is not computed for fully busy groups (0 == 0):
+            // the later group is taken.
+            GroupType::FullyBusy => sg.avg_load >= b.avg_load,
+            GroupType::HasSpare => {
+                (sg.idle as u32) < (b.idle as u32) || (sg.idle == b.idle && sg.nr > b.nr)
+            }
+        }
+    }
+
+    /// The 6.x load balancer (`sched_balance_rq`) on one domain whose
+    /// groups are single CPUs (the LLC, XXX: no SMT, cluster, package or
+    /// NUMA levels, no misfit, asym-packing or imbalanced groups, no
+    /// active balancing):
+    ///
+    /// - group types (`group_classify`, `imbalance_pct` 117): overloaded
+    ///   when more than one task runs and `util` or `runnable` passes
+    ///   capacity · 100/117; fully busy when it has one task and no room;
+    ///   else has spare.
+    /// - `sched_balance_find_src_group`: the busiest group by type, then
+    ///   `avg_load = load · 1024 / capacity` (overloaded), idle CPUs and
+    ///   task count (has spare); balanced when the local group is busier,
+    ///   when both are overloaded and the busiest's `avg_load` is within
+    ///   117 % of ours or ours is at the domain's average, or when the
+    ///   busiest is not overloaded and this CPU is busy or the busiest has
+    ///   one task.
+    /// - `calculate_imbalance`: a local group with spare capacity takes
+    ///   `(nr_busiest − nr_local) / 2` tasks (`sibling_imbalance`; none
+    ///   from a busy CPU); else load, as much as brings neither below nor
+    ///   above the domain's `avg_load`:
+    ///   `min((avg_b − avg)·cap_b, (avg − avg_l)·cap_l) / 1024`.
+    /// - `detach_tasks`: tasks not running, allowed here and not cache-hot
+    ///   (ran within 0.5 ms, unless balancing failed more than
+    ///   `cache_nice_tries` times), each counted as one task or its
+    ///   `task_h_load` (skipped while `load >> nr_balance_failed` exceeds
+    ///   what is left); never the busiest CPU's last task when this CPU is
+    ///   idle.
+    /// - New-idle balancing (`sched_balance_newidle`) only when some CPU
+    ///   is overloaded and this one's `avg_idle` is at least
+    ///   `sysctl_sched_migration_cost`; it sets `idle_stamp` and stops
+    ///   after one task (CONFIG_PREEMPTION, XXX: this machine's kernel is
+    ///   PREEMPT_NONE and would go on).
+    /// - Periodic balancing also writes `nr_idle_scan` and
+    ///   `rd->overloaded`.
+    fn sched_balance_rq(
+        &mut self,
+        cpu: usize,
+        now: Ns,
+        newidle: bool,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: &Pelt,
+    ) -> Vec<(TaskId, usize)> {
+        if newidle {
+            self.idle_stamp[cpu] = Some(now);
+            if self.avg_idle[cpu] < MIGRATION_COST_NS || !self.overloaded {
+                return Vec::new();
+            }
+        } else {
+            self.update_idle_cpu_scan(pelt);
+            self.overloaded = (0..self.ncpus).any(|c| self.online[c] && self.h_nr_runnable(c) > 1);
+        }
+        // CPU_NEWLY_IDLE, CPU_IDLE or CPU_NOT_IDLE.
+        let idle = newidle || self.idle_cpu(cpu);
+        let local = self.sg_lb_stats(cpu, pelt);
+        let (mut total_load, mut total_capacity) = (0u64, 0u64);
+        let mut busiest: Option<(usize, SgStats)> = None;
+        for k in 0..self.ncpus {
+            // The groups in the domain's order: this CPU's first.
+            let c = (cpu + k) % self.ncpus;
+            if !self.online[c] {
+                continue;
+            }
+            let sg = if c == cpu {
+                local
+            } else {
+                self.sg_lb_stats(c, pelt)
+            };
+            total_load += sg.load;
+            total_capacity += sg.capacity;
+            if c != cpu && Self::busier(&sg, busiest.as_ref().map(|b| &b.1)) {
+                busiest = Some((c, sg));
+            }
+        }
+        let balanced = |s: &mut Self| {
+            s.balance_failed[cpu] = 0;
+            Vec::new()
+        };
+        let Some((src, b)) = busiest else {
+            return balanced(self);
+        };
+        let domain_avg = total_load * 1024 / total_capacity.max(1);
+        if local.group_type > b.group_type {
+            return balanced(self);
+        }
+        if local.group_type == GroupType::Overloaded
+            && (local.avg_load >= b.avg_load
+                || local.avg_load >= domain_avg
+                || 100 * b.avg_load <= LLC_IMBALANCE_PCT * local.avg_load)
+        {
+            return balanced(self);
+        }
+        if b.group_type != GroupType::Overloaded && (!idle || b.nr == 1) {
+            return balanced(self);
+        }
+        // calculate_imbalance.
+        let (migrate_load, mut imbalance) = if local.group_type == GroupType::HasSpare {
+            let sibling = if idle {
+                b.nr.saturating_sub(local.nr)
+            } else {
+                0
+            };
+            (false, (sibling >> 1) as i64)
+        } else {
+            let local_avg = local.load * 1024 / local.capacity;
+            if local.group_type < GroupType::Overloaded
+                && (local_avg >= b.avg_load || local_avg >= domain_avg)
+            {
+                (true, 0)
+            } else {
+                let take = (b.avg_load.saturating_sub(domain_avg) * b.capacity)
+                    .min(domain_avg.saturating_sub(local_avg) * local.capacity)
+                    / 1024;
+                (true, take as i64)
+            }
+        };
+        if imbalance <= 0 {
+            return balanced(self);
+        }
+        // find_busiest_queue: a CPU with one task whose load is over the
+        // imbalance is left alone.
+        if migrate_load && b.nr == 1 && b.load as i64 > imbalance {
+            return balanced(self);
+        }
+        // detach_tasks.
+        let failed = self.balance_failed[cpu];
+        let mut moved = Vec::new();
+        let (mut candidates, mut stack, mut ents) = std::mem::take(&mut self.scratch);
+        self.tasks_on_into(src, &mut candidates, &mut stack, &mut ents);
+        let running = self.running[src];
+        for &t in candidates.iter().take(SCHED_NR_MIGRATE) {
+            if idle && self.h_nr_runnable(src) <= 1 {
+                break;
+            }
+            if running == Some(t) || !allowed(t, cpu) {
+                continue;
+            }
+            // throttled_lb_pair: not from or to a throttled group.
+            let g = self.tasks[t].group;
+            if self.hierarchy_throttled(self.entities[self.tasks[t].entity].rq)
+                || self.hierarchy_throttled(self.groups[g].rqs[cpu])
+            {
+                continue;
+            }
+            let e = self.tasks[t].entity;
+            let hot = now.saturating_sub(self.entities[e].exec_start) < MIGRATION_COST_NS
+                && self.entities[e].sum_exec > 0
+                && !self.is_idle(t);
+            if hot && failed <= CACHE_NICE_TRIES {
+                continue;
+            }
+            if migrate_load {
+                let load = self.task_h_load(t, pelt).max(1);
+                if (load >> failed.min(63)) as i64 > imbalance {
+                    continue;
+                }
+                imbalance -= load as i64;
+            } else {
+                imbalance -= 1;
+            }
+            self.dequeue(src, t, false, now);
+            self.enqueue(cpu, t, false, now);
+            moved.push((t, src));
+            if newidle || imbalance <= 0 {
+                break;
+            }
+        }
+        self.scratch = (candidates, stack, ents);
+        if moved.is_empty() {
+            // A new-idle failure is not counted (`sched_balance_rq`).
+            if !newidle {
+                self.balance_failed[cpu] += 1;
+            }
+        } else {
+            self.balance_failed[cpu] = 0;
+            if newidle {
+                self.idle_stamp[cpu] = None;
+            }
+        }
+        moved
     }
 
     /// A task's weight seen from the root: its share of each level.
@@ -1206,13 +1759,24 @@ impl SchedClass for Fair {
         self.ensure_task(t);
         let TaskInfo { entity, group, .. } = self.tasks[t];
         self.runnable[cpu] += 1;
+        if self.flavour == Flavour::Eevdf {
+            if wakeup {
+                self.update_rq_avg_idle(cpu, now);
+            }
+            if self.h_nr_runnable(cpu) >= 2 {
+                self.overloaded = true;
+            }
+        }
+        let first = self.groups[group].rqs[cpu];
+        if !self.limited.is_empty() && self.hierarchy_throttled(first) {
+            self.throttled_nr[cpu] += 1;
+        }
         if self.entities[entity].delayed {
             // A delayed task wakes where it is queued.
             debug_assert_eq!(self.entities[entity].rq, self.groups[group].rqs[cpu]);
             self.requeue_delayed(entity);
             return;
         }
-        let first = self.groups[group].rqs[cpu];
         if self.flavour == Flavour::Cfs && !self.entities[entity].new {
             // set_task_cpu (2.6.32), on every migration — wake-up,
             // balancing, a move between groups: vruntime is carried
@@ -1248,6 +1812,9 @@ impl SchedClass for Fair {
         let e = self.tasks[t].entity;
         self.runnable[cpu] -= 1;
         let rq = self.entities[e].rq;
+        if !self.limited.is_empty() && self.hierarchy_throttled(rq) {
+            self.throttled_nr[cpu] -= 1;
+        }
         // DELAY_DEQUEUE: a sleeper that is not eligible stays queued.
         let delay =
             sleep && self.flavour == Flavour::Eevdf && self.feat.on(Feature::DelayDequeue) && {
@@ -1476,7 +2043,13 @@ impl SchedClass for Fair {
         }
     }
 
-    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize {
+    fn select_task_rq(
+        &mut self,
+        t: TaskId,
+        prev: usize,
+        allowed: &[usize],
+        wake: &WakeCtx,
+    ) -> usize {
         self.ensure_task(t);
         let e = self.tasks[t].entity;
         if self.entities[e].delayed {
@@ -1486,6 +2059,11 @@ impl SchedClass for Fair {
                 return prev;
             }
             self.finish_delayed(e);
+        }
+        if self.flavour == Flavour::Eevdf && !self.entities[e].new && allowed.contains(&prev) {
+            if let Some(this) = wake.this_cpu {
+                return self.select_task_rq_wake(t, prev, this, allowed, wake);
+            }
         }
         let runnable = &self.runnable;
         if allowed.contains(&prev) && runnable[prev] == 0 {
@@ -1524,7 +2102,21 @@ impl SchedClass for Fair {
         self.tasks_on(cpu)
     }
 
+    fn cpu_online(&mut self, cpu: usize) {
+        self.online[cpu] = true;
+    }
+
+    fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
+        let root = &self.rqs[self.groups[0].rqs[cpu]];
+        (
+            root.load,
+            self.h_nr_runnable(cpu) as u64,
+            self.running[cpu].is_some(),
+        )
+    }
+
     fn cpu_offline(&mut self, cpu: usize) {
+        self.online[cpu] = false;
         // Throttled tasks must be in reach to be moved off (they stay
         // limited: their group is throttled wherever they land).
         let throttled: Vec<RqId> = self
@@ -1586,7 +2178,11 @@ impl SchedClass for Fair {
         now: Ns,
         idle: bool,
         allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: Option<&Pelt>,
     ) -> Vec<(TaskId, usize)> {
+        if let (Flavour::Eevdf, Some(p)) = (self.flavour, pelt) {
+            return self.sched_balance_rq(cpu, now, idle, allowed, p);
+        }
         let root = |c: usize| self.groups[0].rqs[c];
         let load = |s: &Self, c: usize| s.rqs[root(c)].load;
         let n = self.ncpus as u64;
@@ -1655,6 +2251,56 @@ impl SchedClass for Fair {
         }
         self.scratch = (candidates, stack, ents);
         moved
+    }
+}
+
+/// `sd->imbalance_pct` of the LLC (MC) domain (`sd_init`, SD_SHARE_LLC).
+const LLC_IMBALANCE_PCT: u64 = 117;
+
+/// `sysctl_sched_nr_migrate`: tasks looked at per balancing pass.
+const SCHED_NR_MIGRATE: usize = 32;
+
+/// `enum group_type`, least to most busy (those modelled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupType {
+    HasSpare,
+    FullyBusy,
+    Overloaded,
+}
+
+/// `struct sg_lb_stats` of a group of one CPU.
+#[derive(Debug, Clone, Copy)]
+struct SgStats {
+    load: u64,
+    util: u64,
+    runnable: u64,
+    /// `sum_h_nr_running` (XXX: RT tasks not counted in `sum_nr_running`).
+    nr: u64,
+    idle: bool,
+    capacity: u64,
+    group_type: GroupType,
+    avg_load: u64,
+}
+
+impl SgStats {
+    /// `group_classify` for a group of weight 1:
+    ///
+    /// ```text
+    /// overloaded:  nr > 1 and (cap·100 < util·pct or cap·100 < runnable·pct)
+    /// has spare:   nr < 1, or (cap·100 ≥ runnable·pct and cap·100 > util·pct)
+    /// fully busy:  otherwise
+    /// ```
+    fn classify(&self) -> GroupType {
+        let (cap, pct) = (self.capacity * 100, LLC_IMBALANCE_PCT);
+        if self.nr > 1 && (cap < self.util * pct || cap < self.runnable * pct) {
+            return GroupType::Overloaded;
+        }
+        let has_capacity = self.nr < 1 || (cap >= self.runnable * pct && cap > self.util * pct);
+        if has_capacity {
+            GroupType::HasSpare
+        } else {
+            GroupType::FullyBusy
+        }
     }
 }
 
@@ -1816,16 +2462,131 @@ mod tests {
         f.enqueue(0, 3, true, 2_000_000);
         // CPU 0 now carries two tasks, CPU 1 one: no CPU is idle.
         assert_eq!(
-            f.select_task_rq(1, 0, &[0, 1]),
+            f.select_task_rq(1, 0, &[0, 1], &WakeCtx::default()),
             0,
             "select_idle_sibling: prev"
         );
         assert_eq!(
-            f.select_task_rq(4, 0, &[0, 1]),
+            f.select_task_rq(4, 0, &[0, 1], &WakeCtx::default()),
             1,
             "a new task: the lightest CPU"
         );
-        assert_eq!(f.select_task_rq(1, 0, &[1]), 1, "prev not allowed");
+        assert_eq!(
+            f.select_task_rq(1, 0, &[1], &WakeCtx::default()),
+            1,
+            "prev not allowed"
+        );
+    }
+
+    /// CPUs `0..n` of a fair class and its PELT: `queued[c]` tasks on CPU
+    /// `c` (the first running) for 300 ms, CPU loads accrued from that;
+    /// task 9 ran on CPU 0 and sleeps. Returns (class, PELT, waker on
+    /// CPU 1).
+    fn wake_setup(queued: &[usize]) -> (Fair, Pelt, TaskId) {
+        let n = queued.len();
+        let mut f = Fair::eevdf(n);
+        let mut p = Pelt::new(16, &vec![1024; n]);
+        f.enqueue(0, 9, true, 0);
+        assert_eq!(f.pick_next(0, 0), Some(9));
+        f.dequeue(0, 9, true, 1_000_000);
+        let mut t = 0;
+        let mut waker = 0;
+        for (cpu, &k) in queued.iter().enumerate() {
+            for _ in 0..k {
+                f.enqueue(cpu, t, true, 1_000_000);
+                t += 1;
+            }
+            if k > 0 {
+                let c = f.pick_next(cpu, 1_000_000).unwrap();
+                if cpu == 1 {
+                    waker = c;
+                }
+            }
+            let (w, nr, run) = f.fair_rq(cpu);
+            p.rq_sync(cpu, 1_000_000, w, nr, run);
+            p.rq_sync(cpu, 300_000_000, w, nr, run);
+        }
+        (f, p, waker)
+    }
+
+    fn woken_by(f: &mut Fair, p: &Pelt, waker: TaskId, allowed: &[usize]) -> usize {
+        let wake = WakeCtx {
+            this_cpu: Some(1),
+            waker: Some(waker),
+            pelt: Some(p),
+            now: 300_000_000,
+            ..Default::default()
+        };
+        f.select_task_rq(9, 0, allowed, &wake)
+    }
+
+    #[test]
+    fn wake_affine_weight_pulls_a_wakee_to_the_waker_s_lighter_cpu() {
+        // CPU 0 carries two tasks, the waker's CPU 1 one; neither is
+        // idle: the wakee goes where the waker is.
+        let (mut f, p, waker) = wake_setup(&[2, 1]);
+        assert!(
+            p.cpu_load(0) > 2000 && p.cpu_load(1) > 1000,
+            "{}",
+            p.cpu_load(0)
+        );
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 1);
+        // Without WA_WEIGHT, prev (nothing idle to scan for).
+        f.feat.set(Feature::WaWeight, false);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0);
+        // The waker's CPU the heavier: prev.
+        let (mut f, p, waker) = wake_setup(&[1, 2]);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0);
+        // Equal loads: prev's counted 108 against 100, the waker's wins
+        // (wake_affine_weight's WA_BIAS)...
+        let (mut f, p, waker) = wake_setup(&[1, 1]);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 1);
+        // ...and without WA_BIAS equal is not less: prev.
+        f.feat.set(Feature::WaBias, false);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0);
+    }
+
+    #[test]
+    fn select_idle_sibling_scans_for_an_idle_cpu_only_while_the_llc_has_room() {
+        // CPU 2 is idle: the scan after target (CPU 1) finds it.
+        let (mut f, mut p, waker) = wake_setup(&[2, 1, 0]);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1, 2]), 2);
+        // Not if the task may not run there.
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 1);
+        // SIS_UTIL: CPU 2 was busy until now, the LLC's util is near
+        // 3 × 1024, over 85 %: the next periodic balance stops the scan.
+        p.rq_sync(2, 0, 1024, 1, true);
+        p.rq_sync(2, 300_000_000, 0, 0, false);
+        f.update_idle_cpu_scan(&p);
+        assert_eq!(f.nr_idle_scan, 0);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1, 2]), 1);
+        f.feat.set(Feature::SisUtil, false);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1, 2]), 2);
+        // Half the LLC's capacity used (one CPU of two always busy):
+        let mut half = Pelt::new(1, &[1024; 2]);
+        half.rq_sync(0, 0, 1024, 1, true);
+        half.rq_sync(0, 2_000_000_000, 1024, 1, true);
+        let mut g = Fair::eevdf(2);
+        g.update_idle_cpu_scan(&half);
+        assert_eq!(g.nr_idle_scan, 1, "x = 1024/2: y = 674, 674 · 2 / 1024");
+    }
+
+    #[test]
+    fn wake_wide_keeps_a_many_wakee_waker_from_pulling() {
+        let (mut f, p, waker) = wake_setup(&[2, 1]);
+        // The waker switches among many wakees, the wakee among 2 (≥ the
+        // LLC's size): master ≥ slave · 2, so wide: prev.
+        for k in 0..8 {
+            f.record_wakee(waker, 10 + k % 4, 0);
+        }
+        f.record_wakee(9, 10, 0);
+        f.record_wakee(9, 11, 0);
+        assert!(f.wake_wide(9, waker));
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0);
+        // A second later the flips (9 with the wake-up above) have halved
+        // (once per look), and this wake-up adds one.
+        f.record_wakee(waker, 12, 1_100_000_000);
+        assert_eq!(f.tasks[waker].wakee_flips, 9 / 2 + 1);
     }
 
     #[test]

@@ -14,6 +14,10 @@
 //! | `PREEMPT_SHORT` | a waking task with a shorter slice is weighed without curr's protection |
 //! | `DELAY_DEQUEUE` | a task that sleeps while not eligible stays queued until it is |
 //! | `DELAY_ZERO` | a delayed task's positive lag is dropped when it leaves or wakes |
+//! | `SIS_UTIL` | `select_idle_cpu` scans only as many CPUs as the LLC's utilization leaves (`nr_idle_scan`) |
+//! | `WA_IDLE` | `wake_affine` takes an idle waker's CPU, a sync waker's alone, or an idle prev |
+//! | `WA_WEIGHT` | else it weighs the two CPUs' loads (`wake_affine_weight`) |
+//! | `WA_BIAS` | …with prev's load discounted by half the domain's `imbalance_pct` |
 //!
 //! The CFS era (2.6.32) reads none of them.
 
@@ -30,11 +34,15 @@ pub enum Feature {
     PreemptShort,
     DelayDequeue,
     DelayZero,
+    SisUtil,
+    WaIdle,
+    WaWeight,
+    WaBias,
 }
 
 impl Feature {
     /// Every switch, in features.h's order.
-    pub const ALL: [Feature; 7] = [
+    pub const ALL: [Feature; 11] = [
         Feature::PlaceLag,
         Feature::PlaceDeadlineInitial,
         Feature::PlaceRelDeadline,
@@ -42,6 +50,10 @@ impl Feature {
         Feature::PreemptShort,
         Feature::DelayDequeue,
         Feature::DelayZero,
+        Feature::SisUtil,
+        Feature::WaIdle,
+        Feature::WaWeight,
+        Feature::WaBias,
     ];
 
     /// The kernel's name.
@@ -54,6 +66,10 @@ impl Feature {
             Feature::PreemptShort => "PREEMPT_SHORT",
             Feature::DelayDequeue => "DELAY_DEQUEUE",
             Feature::DelayZero => "DELAY_ZERO",
+            Feature::SisUtil => "SIS_UTIL",
+            Feature::WaIdle => "WA_IDLE",
+            Feature::WaWeight => "WA_WEIGHT",
+            Feature::WaBias => "WA_BIAS",
         }
     }
 
@@ -155,7 +171,8 @@ mod tests {
         assert!(f.on(Feature::DelayDequeue));
         assert_eq!(
             f.to_string(),
-            "PLACE_LAG PLACE_DEADLINE_INITIAL PLACE_REL_DEADLINE NO_RUN_TO_PARITY PREEMPT_SHORT DELAY_DEQUEUE DELAY_ZERO"
+            "PLACE_LAG PLACE_DEADLINE_INITIAL PLACE_REL_DEADLINE NO_RUN_TO_PARITY PREEMPT_SHORT \
+             DELAY_DEQUEUE DELAY_ZERO SIS_UTIL WA_IDLE WA_WEIGHT WA_BIAS"
         );
         assert_eq!(f.to_string().parse::<Features>().unwrap(), f);
         assert_eq!("".parse::<Features>().unwrap(), Features::default());

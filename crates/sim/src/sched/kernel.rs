@@ -131,6 +131,23 @@ impl Work {
     }
 }
 
+/// What `try_to_wake_up` knows besides the task when it calls
+/// `select_task_rq`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WakeCtx<'a> {
+    /// `smp_processor_id()`: the CPU the wake-up runs on — the waker's, or
+    /// for a timer the CPU it was armed on (the sleeper's own). `None`
+    /// for a new task (`wake_up_new_task`) or one put off its CPU.
+    pub this_cpu: Option<usize>,
+    /// The waking task (`current`), when a task wakes it.
+    pub waker: Option<TaskId>,
+    /// WF_SYNC: the waker is about to sleep.
+    pub sync: bool,
+    /// The machine's PELT averages, when its kernel keeps them.
+    pub pelt: Option<&'a crate::sched::pelt::Pelt>,
+    pub now: Ns,
+}
+
 pub trait SchedClass {
     /// The model's name, for reports.
     fn name(&self) -> &'static str;
@@ -240,8 +257,22 @@ pub trait SchedClass {
     fn tick(&mut self, cpu: usize, now: Ns) -> bool;
     /// A task woke on `cpu`: should it preempt curr (`check_preempt_curr`)?
     fn check_preempt_wakeup(&mut self, cpu: usize, woken: TaskId, now: Ns) -> bool;
-    /// Where a waking task goes (`select_task_rq`), among `allowed` CPUs.
-    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize;
+    /// Where a waking task goes (`select_task_rq`), among `allowed` CPUs;
+    /// `wake` says who wakes it and from where.
+    fn select_task_rq(
+        &mut self,
+        t: TaskId,
+        prev: usize,
+        allowed: &[usize],
+        wake: &WakeCtx,
+    ) -> usize;
+    /// The fair class's root `cfs_rq` on `cpu`, as PELT accrues from it:
+    /// its load weight, its runnable tasks (`h_nr_runnable`) and whether
+    /// one of them runs. Zero for models without PELT.
+    fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
+        let _ = cpu;
+        (0, 0, false)
+    }
     /// Tasks on `cpu`'s run queue, curr included.
     fn nr_running(&self, cpu: usize) -> usize;
     /// The task running on `cpu`.
@@ -258,8 +289,9 @@ pub trait SchedClass {
         now: Ns,
         idle: bool,
         allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> Vec<(TaskId, usize)> {
-        let _ = (cpu, now, idle, allowed);
+        let _ = (cpu, now, idle, allowed, pelt);
         Vec::new()
     }
 }
@@ -339,8 +371,17 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     fn check_preempt_wakeup(&mut self, cpu: usize, woken: TaskId, now: Ns) -> bool {
         (**self).check_preempt_wakeup(cpu, woken, now)
     }
-    fn select_task_rq(&mut self, t: TaskId, prev: usize, allowed: &[usize]) -> usize {
-        (**self).select_task_rq(t, prev, allowed)
+    fn select_task_rq(
+        &mut self,
+        t: TaskId,
+        prev: usize,
+        allowed: &[usize],
+        wake: &WakeCtx,
+    ) -> usize {
+        (**self).select_task_rq(t, prev, allowed, wake)
+    }
+    fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
+        (**self).fair_rq(cpu)
     }
     fn nr_running(&self, cpu: usize) -> usize {
         (**self).nr_running(cpu)
@@ -357,7 +398,8 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
         now: Ns,
         idle: bool,
         allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> Vec<(TaskId, usize)> {
-        (**self).balance(cpu, now, idle, allowed)
+        (**self).balance(cpu, now, idle, allowed, pelt)
     }
 }

@@ -15,7 +15,7 @@ use crate::engine::{FastMap, Ns, Queue};
 use crate::error::Error;
 use crate::input::rtapp::{Event, Name, TimerMode, Workload};
 use crate::out::hist::{Histogram, SignedHistogram};
-use crate::sched::kernel::{SchedClass, TaskId};
+use crate::sched::kernel::{SchedClass, TaskId, WakeCtx};
 use crate::sched::pelt::{Pelt, SchedAvg};
 use corral_core::share::nice_to_weight;
 use std::collections::VecDeque;
@@ -332,6 +332,9 @@ pub struct Machine<K: SchedClass> {
     wake_boost: Vec<Option<(i32, i32)>>,
     /// Each task's PELT averages, when the kernel keeps them.
     pelt: Option<Pelt>,
+    /// The task whose events the machine is executing (`current` of a
+    /// wake-up it makes).
+    stepping: Option<TaskId>,
     /// The task each CPU ran last (for `Costs::context_switch`).
     last_ran: Vec<Option<TaskId>>,
 }
@@ -609,6 +612,7 @@ impl<K: SchedClass> Machine<K> {
             .then(|| Pelt::new(ntasks, &platform.capacities));
         Ok(Machine {
             pelt,
+            stepping: None,
             last_ran: vec![None; ncpus],
             q,
             k,
@@ -804,12 +808,14 @@ impl<K: SchedClass> Machine<K> {
                 self.k.dequeue(cpu, t, false, now);
                 self.k.set_task_group(t, path)?;
                 self.k.enqueue(cpu, t, false, now);
+                self.rq_sync(cpu);
                 self.q.after(0, Ev::Schedule(cpu));
             }
             State::Runnable => {
                 self.k.dequeue(cpu, t, false, now);
                 self.k.set_task_group(t, path)?;
                 self.k.enqueue(cpu, t, false, now);
+                self.rq_sync(cpu);
             }
             State::Blocked | State::Exited => self.k.set_task_group(t, path)?,
         }
@@ -823,6 +829,7 @@ impl<K: SchedClass> Machine<K> {
         self.k.update_curr(cpu, now);
         self.k.set_nice(t, nice);
         self.tasks[t].nice = nice;
+        self.rq_sync(cpu);
     }
 
     /// Confines task `t` to `cpus` (its cpuset; `None` lifts it), now. A
@@ -876,12 +883,13 @@ impl<K: SchedClass> Machine<K> {
         self.tasks[t].ready_since = now;
         self.pelt_stop(t, cpu, false);
         self.k.put_prev(cpu, t, now);
+        self.rq_sync(cpu);
     }
 
     /// Puts runnable task `t`, just taken off `from`, on a CPU it may use.
     fn requeue_elsewhere(&mut self, t: TaskId, from: usize) {
         let now = self.now();
-        let cpu = self.select_cpu(t, from);
+        let cpu = self.select_cpu(t, from, None);
         let task = &mut self.tasks[t];
         task.cpu = cpu;
         task.stats.migrations += 1;
@@ -889,6 +897,8 @@ impl<K: SchedClass> Machine<K> {
             p.migrate(t, from, cpu, nice_to_weight(self.tasks[t].nice), now);
         }
         self.k.enqueue(cpu, t, false, now);
+        self.rq_sync(from);
+        self.rq_sync(cpu);
         self.join(cpu, t);
         match self.k.curr(cpu) {
             None => self.q.after(0, Ev::Schedule(cpu)),
@@ -1108,6 +1118,17 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
+    /// `update_cfs_rq_load_avg` of `cpu`'s root queue: its PELT averages
+    /// brought up to now, accruing from here on with the queue as it is
+    /// now. Called after every change of the queue's weight, runnable
+    /// tasks or curr.
+    fn rq_sync(&mut self, cpu: usize) {
+        if let Some(p) = self.pelt.as_mut() {
+            let (weight, nr, running) = self.k.fair_rq(cpu);
+            p.rq_sync(cpu, self.q.now(), weight, nr, running);
+        }
+    }
+
     /// Task `t`'s PELT averages as of their last update (what
     /// `/proc/PID/sched` shows), when the kernel keeps them.
     pub fn task_pelt(&self, t: TaskId) -> Option<&SchedAvg> {
@@ -1153,7 +1174,9 @@ impl<K: SchedClass> Machine<K> {
         if self.platform.costs.tick > 0 {
             self.charge_tick(cpu);
         }
-        if self.k.tick(cpu, now) {
+        let resched = self.k.tick(cpu, now);
+        self.rq_sync(cpu);
+        if resched {
             self.preempt(cpu);
         }
         // Periodic balancing (rebalance_domains): 2.6.32's MC domain has a
@@ -1222,7 +1245,13 @@ impl<K: SchedClass> Machine<K> {
         }
         let now = self.now();
         let prev = self.tasks[t].cpu;
-        let cpu = self.select_cpu(t, prev);
+        // `smp_processor_id()`: the waker's CPU, or for a timer the one
+        // it was armed on (the sleeper's, which it left on).
+        let this = match by {
+            Waker::Task => self.stepping.map(|w| (self.tasks[w].cpu, Some(w))),
+            Waker::Timer => Some((prev, None)),
+        };
+        let cpu = self.select_cpu(t, prev, this);
         if let Some((boost, _)) = self.wake_boost[t] {
             self.k.set_nice(t, boost);
             self.tasks[t].nice = boost;
@@ -1244,6 +1273,7 @@ impl<K: SchedClass> Machine<K> {
             p.wake(t, prev, cpu, nice_to_weight(self.tasks[t].nice), now);
         }
         self.k.enqueue(cpu, t, true, now);
+        self.rq_sync(cpu);
         self.join(cpu, t);
         if self.record {
             self.wake_marks.push((now, t, cpu));
@@ -1321,13 +1351,25 @@ impl<K: SchedClass> Machine<K> {
 
     /// The class's `select_task_rq` among the CPUs `t` may use now; a task
     /// allowed everywhere is given the online list as it is.
-    fn select_cpu(&mut self, t: TaskId, prev: usize) -> usize {
+    fn select_cpu(
+        &mut self,
+        t: TaskId,
+        prev: usize,
+        this: Option<(usize, Option<TaskId>)>,
+    ) -> usize {
+        let wake = WakeCtx {
+            this_cpu: this.map(|(c, _)| c),
+            waker: this.and_then(|(_, w)| w),
+            sync: false,
+            pelt: self.pelt.as_ref(),
+            now: self.q.now(),
+        };
         if self.tasks[t].all_cpus {
-            return self.k.select_task_rq(t, prev, &self.online_list);
+            return self.k.select_task_rq(t, prev, &self.online_list, &wake);
         }
         let mut allowed = std::mem::take(&mut self.scratch);
         self.usable_into(t, &mut allowed);
-        let cpu = self.k.select_task_rq(t, prev, &allowed);
+        let cpu = self.k.select_task_rq(t, prev, &allowed, &wake);
         self.scratch = allowed;
         cpu
     }
@@ -1400,6 +1442,7 @@ impl<K: SchedClass> Machine<K> {
             self.wake(t);
             self.tasks[t].stats.wakeups -= 1;
         }
+        self.rq_sync(cpu);
     }
 
     /// One look of the hot-plug governor ([`Governor`]).
@@ -1490,19 +1533,30 @@ impl<K: SchedClass> Machine<K> {
         if !self.online[cpu] {
             return Vec::new();
         }
+        // update_blocked_averages: the balancing CPU's own, brought up
+        // to date (the others are read as they last were).
+        self.rq_sync(cpu);
         let (tasks, online) = (&self.tasks, &self.online);
-        let moved = self.k.balance(cpu, now, newidle, &|t, c| {
-            online[c] && tasks[t].allowed.contains(&c)
-        });
+        let moved = self.k.balance(
+            cpu,
+            now,
+            newidle,
+            &|t, c| online[c] && tasks[t].allowed.contains(&c),
+            self.pelt.as_ref(),
+        );
         for &(t, from) in &moved {
             if let Some(p) = self.pelt.as_mut() {
                 p.migrate(t, from, cpu, nice_to_weight(self.tasks[t].nice), now);
             }
+            self.rq_sync(from);
             let task = &mut self.tasks[t];
             task.cpu = cpu;
             task.stats.migrations += 1;
             self.leave(from, t);
             self.join(cpu, t);
+        }
+        if !moved.is_empty() {
+            self.rq_sync(cpu);
         }
         if !newidle && !moved.is_empty() && self.k.curr(cpu).is_none() {
             self.schedule(cpu);
@@ -1524,6 +1578,10 @@ impl<K: SchedClass> Machine<K> {
             }
             p.run(t, cpu, w, now);
         }
+        if from != cpu {
+            self.rq_sync(from);
+        }
+        self.rq_sync(cpu);
         let task = &mut self.tasks[t];
         if task.cpu != cpu {
             task.stats.migrations += 1;
@@ -1586,6 +1644,10 @@ impl<K: SchedClass> Machine<K> {
         self.end_run(t, cpu);
         self.pelt_stop(t, cpu, !exited);
         self.k.dequeue(cpu, t, !exited, now);
+        if let Some(p) = self.pelt.as_mut() {
+            p.dequeue(t, cpu, nice_to_weight(self.tasks[t].nice), exited);
+        }
+        self.rq_sync(cpu);
         if let Some((_, own)) = self.wake_boost[t] {
             self.k.set_nice(t, own);
             self.tasks[t].nice = own;
@@ -1836,6 +1898,14 @@ impl<K: SchedClass> Machine<K> {
 
     /// Executes the running task's events until it needs CPU, blocks or ends.
     fn step_task(&mut self, t: TaskId) {
+        let outer = self.stepping.replace(t);
+        self.step_task_events(t);
+        self.stepping = outer;
+    }
+
+    /// [`Machine::step_task`]'s work, with `t` as the waker of whatever
+    /// it wakes.
+    fn step_task_events(&mut self, t: TaskId) {
         if let Some(m) = self.tasks[t].relock {
             if !self.lock(t, m) {
                 return self.block(t, false);

@@ -28,12 +28,33 @@
 //! [`Pelt`] keeps one [`SchedAvg`] per task and calls it at the instants
 //! fair.c calls `update_load_avg` for a task: enqueue (at a wake-up),
 //! `set_next_entity` (it starts running), `put_prev_entity` and dequeue
-//! (it stops), and migration. XXX: a task's `sched_avg` only; the
-//! `cfs_rq` sums, `tg->load_avg` and `calc_group_shares` from them are not
-//! modelled (group weights in fair.rs still follow queue weights); a
-//! delayed-dequeue task counts off the run queue (the kernel keeps it in
-//! `load_sum` until it leaves); a new task starts at zero instead of
-//! `post_init_entity_util_avg`'s share of its CPU's spare capacity.
+//! (it stops), and migration.
+//!
+//! It also keeps each CPU's root `cfs_rq->avg` ([`Pelt::rq_sync`]), what
+//! the wake-up path and the balancer read as `cpu_load`, `cpu_util_cfs`
+//! and `cpu_runnable` (`__update_load_avg_cfs_rq`):
+//!
+//! ```text
+//! load_sum     += load.weight · contrib      (weight-scaled time queued)
+//! runnable_sum += h_nr_runnable · contrib · 1024
+//! util_sum     += (curr != NULL) · contrib · 1024
+//! load_avg = load_sum / divider, …           (___update_load_avg(sa, 1))
+//! ```
+//!
+//! plus the averages of the tasks that join it (`attach_entity_load_avg`
+//! at a migration) minus those that leave (`remove_entity_load_avg`), and
+//! `util_est` as the sum of its enqueued tasks' EWMAs
+//! (`util_est_enqueue`/`_dequeue`).
+//!
+//! XXX: the `cfs_rq` of the root only; `tg->load_avg` and
+//! `calc_group_shares` from the groups' `cfs_rq`s are not modelled (group
+//! weights in fair.rs still follow queue weights); at attach the task's
+//! sums are added as they are (the kernel first aligns its
+//! `period_contrib` with the `cfs_rq`'s and rebuilds them from the
+//! averages); a delayed-dequeue task counts off the run queue in its own
+//! average (the kernel keeps it in `load_sum` until it leaves); a new task
+//! starts at zero instead of `post_init_entity_util_avg`'s share of its
+//! CPU's spare capacity.
 
 use crate::engine::Ns;
 
@@ -43,6 +64,9 @@ pub const LOAD_AVG_PERIOD: u64 = 32;
 /// `LOAD_AVG_MAX`: the largest `load_sum` of an always-running entity
 /// (`Σ 1024·y^n` in the kernel's fixed-point arithmetic).
 pub const LOAD_AVG_MAX: u64 = 47742;
+
+/// A PELT period, ns (1024 units of 1024 ns).
+const PERIOD_NS: Ns = 1024 * 1024;
 
 /// `PELT_MIN_DIVIDER`.
 pub const PELT_MIN_DIVIDER: u64 = LOAD_AVG_MAX - 1024;
@@ -296,6 +320,30 @@ pub struct Pelt {
     tasks: Vec<SchedAvg>,
     clocks: Vec<PeltClock>,
     capacities: Vec<u64>,
+    rqs: Vec<RqAvg>,
+    /// Where each queued task's enqueue added to `util_est`, and how much.
+    queued_est: Vec<Option<(usize, u32)>>,
+}
+
+/// A CPU's root `cfs_rq->avg`, and the queue's state since its last
+/// update (what the next update accrues).
+#[derive(Debug, Clone, Copy, Default)]
+struct RqAvg {
+    avg: SchedAvg,
+    /// `scale_load_down(cfs_rq->load.weight)`.
+    weight: u64,
+    /// `cfs_rq->h_nr_runnable`.
+    nr_runnable: u64,
+    /// `cfs_rq->curr != NULL`.
+    running: bool,
+    /// `cfs_rq->avg.util_est`.
+    util_est: u64,
+}
+
+/// `sub_positive`: subtraction clamped at zero, as the kernel removes a
+/// leaving entity's contribution.
+fn sub_positive(a: &mut u64, b: u64) {
+    *a = a.saturating_sub(b);
 }
 
 impl Pelt {
@@ -305,6 +353,106 @@ impl Pelt {
             tasks: vec![SchedAvg::default(); ntasks],
             clocks: vec![PeltClock::default(); capacities.len()],
             capacities: capacities.iter().map(|&c| c as u64).collect(),
+            rqs: vec![RqAvg::default(); capacities.len()],
+            queued_est: vec![None; ntasks],
+        }
+    }
+
+    /// `update_cfs_rq_load_avg` of `cpu`'s root `cfs_rq` at `now`: it
+    /// accrues with the queue's state since its last update, then takes
+    /// the queue's state from now on: its load weight, runnable tasks and
+    /// whether a fair task runs. Call it after every change of these;
+    /// calling it again at the same instant changes nothing.
+    pub fn rq_sync(&mut self, cpu: usize, now: Ns, weight: u64, nr_runnable: u64, running: bool) {
+        let rq = &self.rqs[cpu];
+        if (rq.weight, rq.nr_runnable, rq.running) == (weight, nr_runnable, running)
+            && self.clocks[cpu].at + PERIOD_NS > now
+        {
+            // Nothing changed and no period has ended since the last
+            // update: the averages could not move (one update over the
+            // longer span later accrues the same, up to rounding).
+            return;
+        }
+        let at = self.clock(cpu, now);
+        let rq = &mut self.rqs[cpu];
+        let (w, nr, run) = (rq.weight, rq.nr_runnable, rq.running);
+        if rq.avg.update_load_sum(at, w, nr, run) {
+            rq.avg.update_load_avg(1);
+        }
+        rq.weight = weight;
+        rq.nr_runnable = nr_runnable;
+        rq.running = running;
+    }
+
+    /// `cpu_load`: the root `cfs_rq`'s `load_avg`.
+    pub fn cpu_load(&self, cpu: usize) -> u64 {
+        self.rqs[cpu].avg.load_avg
+    }
+
+    /// `cpu_runnable`: the root `cfs_rq`'s `runnable_avg`.
+    pub fn cpu_runnable(&self, cpu: usize) -> u64 {
+        self.rqs[cpu].avg.runnable_avg
+    }
+
+    /// `cpu_util_cfs`: `max(util_avg, util_est)` of the root `cfs_rq`, at
+    /// most the CPU's capacity.
+    pub fn cpu_util(&self, cpu: usize) -> u64 {
+        let rq = &self.rqs[cpu];
+        rq.avg.util_avg.max(rq.util_est).min(self.capacities[cpu])
+    }
+
+    /// The CPU's capacity (1024 = the biggest).
+    pub fn capacity(&self, cpu: usize) -> u64 {
+        self.capacities[cpu]
+    }
+
+    /// `attach_entity_load_avg`: task `t` (load weight `weight`) joins
+    /// `cpu`'s `cfs_rq` with its history.
+    fn attach(&mut self, t: usize, cpu: usize, weight: u64) {
+        let se = self.tasks[t];
+        let rq = &mut self.rqs[cpu].avg;
+        rq.load_avg += se.load_avg;
+        rq.load_sum += weight * se.load_sum;
+        rq.runnable_avg += se.runnable_avg;
+        rq.runnable_sum += se.runnable_sum;
+        rq.util_avg += se.util_avg;
+        rq.util_sum = rq.util_sum.saturating_add(se.util_sum);
+    }
+
+    /// `remove_entity_load_avg`: task `t` leaves `cpu`'s `cfs_rq` and
+    /// takes its averages along (what it leaves is clamped at zero).
+    fn detach(&mut self, t: usize, cpu: usize, weight: u64) {
+        let se = self.tasks[t];
+        let rq = &mut self.rqs[cpu].avg;
+        sub_positive(&mut rq.load_avg, se.load_avg);
+        sub_positive(&mut rq.load_sum, weight * se.load_sum);
+        sub_positive(&mut rq.runnable_avg, se.runnable_avg);
+        sub_positive(&mut rq.runnable_sum, se.runnable_sum);
+        sub_positive(&mut rq.util_avg, se.util_avg);
+        rq.util_sum = rq.util_sum.saturating_sub(se.util_sum);
+    }
+
+    /// `util_est_enqueue`: `t`'s EWMA joins `cpu`'s sum.
+    fn util_est_enqueue(&mut self, t: usize, cpu: usize) {
+        self.util_est_dequeue(t);
+        let est = self.tasks[t].util_est();
+        self.queued_est[t] = Some((cpu, est));
+        self.rqs[cpu].util_est += est as u64;
+    }
+
+    /// `util_est_dequeue`: what `t`'s enqueue added leaves that CPU's sum.
+    fn util_est_dequeue(&mut self, t: usize) {
+        if let Some((cpu, est)) = self.queued_est[t].take() {
+            sub_positive(&mut self.rqs[cpu].util_est, est as u64);
+        }
+    }
+
+    /// Task `t` leaves `cpu`'s queue: it sleeps (after [`Pelt::stop`]) or
+    /// exits (then its load leaves the CPU too, `task_dead_fair`).
+    pub fn dequeue(&mut self, t: usize, cpu: usize, weight: u64, exits: bool) {
+        self.util_est_dequeue(t);
+        if exits {
+            self.detach(t, cpu, weight);
         }
     }
 
@@ -324,6 +472,11 @@ impl Pelt {
         let at = self.clock(prev, now);
         self.tasks[t].update_se(at, weight, false, false);
         self.rebase(t, prev, cpu, now);
+        if prev != cpu {
+            self.detach(t, prev, weight);
+            self.attach(t, cpu, weight);
+        }
+        self.util_est_enqueue(t, cpu);
     }
 
     /// Task `t` starts running on `cpu` (`set_next_entity`).
@@ -353,6 +506,11 @@ impl Pelt {
         let at = self.clock(from, now);
         self.tasks[t].update_se(at, weight, true, false);
         self.rebase(t, from, to, now);
+        if from != to {
+            self.detach(t, from, weight);
+            self.attach(t, to, weight);
+            self.util_est_enqueue(t, to);
+        }
     }
 
     /// `t`'s stamp moved from `from`'s clock to `to`'s, its sub-µs rest

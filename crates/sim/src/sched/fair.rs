@@ -17,12 +17,19 @@
 //!   (XXX: the kernel uses PELT `load_avg`; this uses instantaneous queue
 //!   weights, updated on every enqueue, dequeue and tick). Picking descends
 //!   from the root, one entity per level.
-//! - `select_task_rq`: the previous CPU if idle, else an idle allowed CPU,
-//!   else, for a wake-up, the previous CPU (`select_idle_sibling` finds
-//!   no idle CPU and returns its target), and for a new task or one that
-//!   may no longer run there, the allowed CPU with the least root load
-//!   (XXX: wake_affine's pull to the waker's CPU is not modelled: the
-//!   model does not know the waker).
+//! - `select_task_rq` of a new task or one that may no longer run on its
+//!   CPU (both eras), and of every wake-up in the CFS era: the previous
+//!   CPU if idle, else an idle allowed CPU, else, for a wake-up, the
+//!   previous CPU, and for the others the allowed CPU with the least root
+//!   load (XXX: `find_idlest_group`'s group types are not modelled; in
+//!   2.6.32, wake_affine's pull to the waker is not).
+//! - The EEVDF era's wake-up (`select_task_rq_fair`, WF_TTWU): the
+//!   waker's CPU or prev by `wake_affine` (unless `wake_wide`), then
+//!   `select_idle_sibling` — see [`Fair::select_task_rq_wake`]; its
+//!   balancer is 6.x's on one domain level (`Fair::sched_balance_rq`),
+//!   reading each CPU's root `cfs_rq` PELT averages
+//!   ([`crate::sched::pelt::Pelt::rq_sync`]). The CFS era keeps 2.6.32's
+//!   pair-wise balancer on instantaneous loads.
 //!
 //! **CFS (2.6.32)** — tree ordered by vruntime:
 //! - `sched_period = max(sched_latency, nr_running · min_granularity)`;
@@ -1595,12 +1602,12 @@ impl Fair {
 
     /// A task's weight seen from the root: its share of each level.
     fn root_weight(&self, t: TaskId) -> u64 {
-        let mut w = self.entities[self.tasks[t].entity].weight as u128;
-        for e in self.path_up(self.tasks[t].entity) {
-            let rq = &self.rqs[self.entities[e].rq];
-            if let Some(se) = rq.se {
-                w = w * self.entities[se].weight as u128 / rq.load.max(1) as u128;
-            }
+        let mut e = self.tasks[t].entity;
+        let mut w = self.entities[e].weight as u128;
+        while let Some(se) = self.rqs[self.entities[e].rq].se {
+            let load = self.rqs[self.entities[e].rq].load.max(1) as u128;
+            w = w * self.entities[se].weight as u128 / load;
+            e = se;
         }
         w as u64
     }
@@ -2170,8 +2177,8 @@ impl SchedClass for Fair {
     /// kernel walks its task list tail first; for these rules the order
     /// only decides which of equal tasks moves). With groups, a task's W is
     /// its share of its groups' entity weight at the root, so it is
-    /// `W(task) · Π level weight / level load`. (XXX: EEVDF kernels balance
-    /// with PELT load and group classes; the EEVDF model keeps this rule.)
+    /// `W(task) · Π level weight / level load`. The EEVDF era (with PELT)
+    /// balances by [`Fair::sched_balance_rq`] instead.
     fn balance(
         &mut self,
         cpu: usize,
@@ -2180,7 +2187,9 @@ impl SchedClass for Fair {
         allowed: &dyn Fn(TaskId, usize) -> bool,
         pelt: Option<&Pelt>,
     ) -> Vec<(TaskId, usize)> {
-        if let (Flavour::Eevdf, Some(p)) = (self.flavour, pelt) {
+        // (Paper 001's interactivity-aware rule is a change to 2.6.32's
+        // balancer: while an input task is runnable, that balancer runs.)
+        if let (Flavour::Eevdf, Some(p), false) = (self.flavour, pelt, self.input_runnable()) {
             return self.sched_balance_rq(cpu, now, idle, allowed, p);
         }
         let root = |c: usize| self.groups[0].rqs[c];

@@ -338,6 +338,8 @@ struct RqAvg {
     running: bool,
     /// `cfs_rq->avg.util_est`.
     util_est: u64,
+    /// When it was last updated (machine time).
+    synced_at: Ns,
 }
 
 /// `sub_positive`: subtraction clamped at zero, as the kernel removes a
@@ -366,15 +368,16 @@ impl Pelt {
     pub fn rq_sync(&mut self, cpu: usize, now: Ns, weight: u64, nr_runnable: u64, running: bool) {
         let rq = &self.rqs[cpu];
         if (rq.weight, rq.nr_runnable, rq.running) == (weight, nr_runnable, running)
-            && self.clocks[cpu].at + PERIOD_NS > now
+            && rq.synced_at + PERIOD_NS > now
         {
-            // Nothing changed and no period has ended since the last
-            // update: the averages could not move (one update over the
-            // longer span later accrues the same, up to rounding).
+            // Nothing changed within a period of the last update: left to
+            // the next one, which accrues the longer span alike
+            // (`accumulate_sum`); the averages lag by at most a period.
             return;
         }
         let at = self.clock(cpu, now);
         let rq = &mut self.rqs[cpu];
+        rq.synced_at = now;
         let (w, nr, run) = (rq.weight, rq.nr_runnable, rq.running);
         if rq.avg.update_load_sum(at, w, nr, run) {
             rq.avg.update_load_avg(1);

@@ -470,6 +470,30 @@ fn dedicate<'a>(
             give(&mut d, cpu, t);
         }
     }
+    // A kept core slower than a free one (a big core back online, or
+    // freed by a thread that left): the slowest kept core's thread moves
+    // to the fastest free core, until no free core is faster than any
+    // kept one. Each move raises the dedicated capacity, so this ends.
+    loop {
+        let best_free = candidates.iter().copied().find(|&c| !d.taken.contains(c));
+        let slowest = d
+            .dedicated
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, (c, _))| (cpus.capacity(*c), std::cmp::Reverse(*c)))
+            .map(|(i, (c, _))| (i, *c));
+        match (best_free, slowest) {
+            (Some(to), Some((i, from))) if cpus.capacity(to) > cpus.capacity(from) => {
+                let (_, t) = d.dedicated.remove(i);
+                d.taken = d
+                    .dedicated
+                    .iter()
+                    .fold(CpuSet::new(), |acc, (c, _)| acc.union(&cpus.siblings(*c)));
+                give(&mut d, to, t);
+            }
+            _ => break,
+        }
+    }
     for &t in winners {
         let best_free = candidates
             .iter()
@@ -601,7 +625,7 @@ fn place_classes(
     let shared = of(&|t| {
         matches!(t.class, Class::Light | Class::Heavy) || (t.class == Class::Medium && squeezed(t))
     });
-    let shared_cpus = shared_cpus(cpus, &rest_cpus, &shared);
+    let shared_cpus = shared_cpus(cpus, &rest, &rest_cpus, &shared);
     // Parity is with the shared threads that compete like a medium one
     // (runnable at least `medium_min_cpu`), not the sleepers.
     let competing = shared
@@ -677,23 +701,29 @@ fn place_classes(
 }
 
 /// The shared group's CPUs: on a heterogeneous machine its little cores
-/// when they hold the shared threads' demand with headroom, else every
-/// CPU the class groups have.
-fn shared_cpus(cpus: &Cpus, rest_cpus: &CpuSet, shared: &[&PlanThread]) -> CpuSet {
+/// when they hold the shared threads' demand with headroom — the little
+/// cores nobody owns if they do, so that a light thread never queues
+/// behind a heavy one on a little core dedicated to it (a big core gone
+/// offline leaves a heavy thread there) — else every CPU the class groups
+/// have. `rest` is the CPUs no dedicated core takes, `rest_cpus` those
+/// the class groups may use.
+fn shared_cpus(cpus: &Cpus, rest: &CpuSet, rest_cpus: &CpuSet, shared: &[&PlanThread]) -> CpuSet {
     if !cpus.topo.performance.heterogeneous {
         return rest_cpus.clone();
     }
-    let little = rest_cpus.intersection(&cpus.topo.of_type(CoreType::Little));
-    let room: f64 = little
-        .iter()
-        .map(|c| cpus.capacity(c) as f64 / CAPACITY_SCALE as f64)
-        .sum();
     let demand: f64 = shared.iter().map(|t| t.util).sum();
-    if !little.is_empty() && room >= demand * LITTLE_HEADROOM {
-        little
-    } else {
-        rest_cpus.clone()
-    }
+    let holds = |set: &CpuSet| {
+        let room: f64 = set
+            .iter()
+            .map(|c| cpus.capacity(c) as f64 / CAPACITY_SCALE as f64)
+            .sum();
+        !set.is_empty() && room >= demand * LITTLE_HEADROOM
+    };
+    let little = cpus.topo.of_type(CoreType::Little);
+    [rest.intersection(&little), rest_cpus.intersection(&little)]
+        .into_iter()
+        .find(holds)
+        .unwrap_or_else(|| rest_cpus.clone())
 }
 
 /// A class group with its members, if it has any.
@@ -1226,6 +1256,34 @@ mod tests {
         let many: Vec<PlanThread> = (10..30).map(|i| t(i, Class::Light, 0.25)).collect();
         let p = plan(&tp, &many, &PlanConfig::default(), None);
         assert_eq!(p.group_of(10).unwrap().cpus.to_string(), "0-7");
+    }
+
+    #[test]
+    fn a_heavy_thread_on_a_little_core_takes_a_big_core_that_comes_back() {
+        // Big CPU 1 offline: the second hog's dedicated core is little.
+        let cfg = PlanConfig::default();
+        let caps = [1024, 1024, 446, 446];
+        let hogs = [t(1, Class::Heavy, 0.9), t(2, Class::Heavy, 0.9)];
+        let first = plan(&topo("0,2-3", 4, &caps), &hogs, &cfg, None);
+        assert_eq!(first.dedicated_cpu(1), Some(0));
+        assert_eq!(first.dedicated_cpu(2), Some(3));
+        // The light threads keep off the little core dedicated to it.
+        let with_light = [hogs[0].clone(), hogs[1].clone(), t(3, Class::Light, 0.05)];
+        let p = plan(&topo("0,2-3", 4, &caps), &with_light, &cfg, Some(&first));
+        assert_eq!(p.group_of(3).unwrap().cpus.to_string(), "2");
+        // CPU 1 returns: the hog on the little core moves to it; the one
+        // on CPU 0 stays.
+        let back = plan(&topo("0-3", 4, &caps), &hogs, &cfg, Some(&first));
+        assert_eq!(back.dedicated_cpu(1), Some(0));
+        assert_eq!(back.dedicated_cpu(2), Some(1));
+        // With equal cores, a kept core is never traded for another.
+        let flat = topo("0-3", 4, &[]);
+        let mut hog = t(1, Class::Heavy, 0.9);
+        hog.cpu = 2;
+        let one = plan(&flat, &[hog.clone()], &cfg, None);
+        assert_eq!(one.dedicated_cpu(1), Some(2));
+        let again = plan(&flat, &[hog], &cfg, Some(&one));
+        assert_eq!(again.dedicated_cpu(1), Some(2));
     }
 
     #[test]

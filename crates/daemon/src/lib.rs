@@ -153,6 +153,9 @@ pub struct Daemon<H: Host> {
     stalled: BTreeMap<u32, (u64, u64)>,
     /// When each placed thread was last seen to have run (host ns).
     last_ran: BTreeMap<u32, u64>,
+    /// When a step last saw the online CPUs change (host ns); see
+    /// [`Daemon::hotplug_settling`].
+    hotplug_at: Option<u64>,
     /// Threads that forked a process, and when they last did: never
     /// dedicated for [`SPAWNER_HOLD_NS`] after.
     spawners: BTreeMap<u32, u64>,
@@ -264,6 +267,7 @@ impl<H: Host> Daemon<H> {
             pinned: CpuSet::new(),
             relieved: BTreeMap::new(),
             stalled: BTreeMap::new(),
+            hotplug_at: None,
             last_ran: BTreeMap::new(),
             spawners: BTreeMap::new(),
             counters: metrics::Counters::default(),
@@ -349,6 +353,9 @@ impl<H: Host> Daemon<H> {
             .fold(CpuSet::new(), |acc, c| acc.union(&c));
         self.known = known;
         let now = self.host.now_ns();
+        if report.hotplug.is_some() {
+            self.hotplug_at = Some(now);
+        }
         self.tidy_boosts(now);
 
         self.guard_starvation(&mut report, now);
@@ -499,6 +506,15 @@ impl<H: Host> Daemon<H> {
     fn guard_starvation(&mut self, report: &mut StepReport, now: u64) {
         self.relieved.retain(|_, (until, _)| *until > now);
         let g = self.config.guard.clone();
+        if g.enabled && self.hotplug_settling(now) {
+            // Judged again once the hot-plug has settled: a thread that
+            // ran before it stays watched, though it may not run during.
+            self.stalled.clear();
+            for t in self.last_ran.values_mut() {
+                *t = now;
+            }
+            return;
+        }
         if !g.enabled {
             self.stalled.clear();
             self.last_ran.clear();
@@ -570,6 +586,19 @@ impl<H: Host> Daemon<H> {
     /// before it is starved: `guard.min_wait` of an interval.
     fn stall_due_ns(&self) -> u64 {
         (self.config.guard.min_wait * (self.config.daemon.interval_ms * 1_000_000) as f64) as u64
+    }
+
+    /// Whether a CPU hot-plug is recent enough that the starvation guard
+    /// must not judge: taking a CPU down or bringing one up stops every
+    /// CPU for a while (stop_machine; long in a VM), during which runnable
+    /// threads queue, and the re-plan that follows moves threads between
+    /// groups. Waits over the interval in which a step saw the change and
+    /// over the next one (after the re-plan) are the hot-plug's, not the
+    /// plan's: the guard judges again from the second step after it.
+    fn hotplug_settling(&self, now: u64) -> bool {
+        let interval = self.config.daemon.interval_ms * 1_000_000;
+        self.hotplug_at
+            .is_some_and(|at| now < at.saturating_add(2 * interval))
     }
 
     /// Reads a placed thread's state. Seen runnable (R) with the CPU time
@@ -724,6 +753,9 @@ impl<H: Host> Daemon<H> {
     /// ago, checked again: those still starved leave the plan, with why.
     fn confirm_stalls(&mut self, now: u64) -> Vec<String> {
         let mut guard = Vec::new();
+        if self.hotplug_settling(now) {
+            self.stalled.clear();
+        }
         if self.config.guard.enabled && !self.stalled.is_empty() {
             let due = self.stall_due_ns();
             let suspects: Vec<u32> = self

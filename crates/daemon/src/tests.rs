@@ -511,6 +511,32 @@ fn a_quick_step_confirms_the_guards_suspect_half_an_interval_later() {
 }
 
 #[test]
+fn the_guard_waits_two_intervals_after_a_hot_plug() {
+    let mut d = daemon("0-3", vec![(1, 0.95, 1), (2, 0.20, 2)]);
+    for _ in 0..3 {
+        d.step().unwrap();
+    }
+    assert!(d.plan().group_of(2).is_some(), "placed");
+    // A CPU goes offline, and thread 2 gets no CPU from then on.
+    d.host_mut().online = CpuSet::parse("0-2").unwrap();
+    d.host_mut().threads[1].1 = 0.0;
+    for step in 0..2 {
+        let r = d.step().unwrap();
+        assert!(
+            r.guard.is_empty(),
+            "step {step} after the hot-plug: {:?}",
+            r.guard
+        );
+    }
+    assert!(d.plan().group_of(2).is_some(), "still placed");
+    // Then the guard judges again: a suspect, then relieved.
+    assert!(d.step().unwrap().guard.is_empty());
+    let r = d.step().unwrap();
+    assert_eq!(r.guard.len(), 1, "{:?}", r.guard);
+    assert!(d.plan().group_of(2).is_none());
+}
+
+#[test]
 fn the_guard_leaves_a_thread_that_sleeps() {
     let mut d = daemon("0-1", vec![(1, 0.95, 1), (2, 0.20, 2)]);
     for _ in 0..3 {

@@ -22,7 +22,9 @@
 //!   thread or hog, and gives a dedicated CPU back when its hog exits.
 //! - [`validate`]: the simulator against this kernel, rt-app workloads
 //!   run live and simulated from the same JSON.
-//! - [`vmguest`]: the scenarios `scripts/vm-test` runs in its QEMU guest.
+//! - [`vmguest`]: the scenarios `scripts/vm-test` runs in its QEMU guest;
+//!   [`vmhetero`] the arm64 big.LITTLE guest's, [`vmsystemd`] the systemd
+//!   guest's.
 //! - [`work`]: the workload programs (`corral lab work …`).
 //! - [`error`]: the one error type every experiment returns.
 
@@ -48,5 +50,6 @@ pub mod soak;
 pub mod starve;
 pub mod validate;
 pub mod vmguest;
+pub mod vmhetero;
 pub mod vmsystemd;
 pub mod work;

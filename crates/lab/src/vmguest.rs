@@ -25,14 +25,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const CGROUP: &str = "/sys/fs/cgroup";
+pub(crate) const CGROUP: &str = "/sys/fs/cgroup";
 const SOCKET: &str = "/run/corral-vm.sock";
-const CPU_DIR: &str = "/sys/devices/system/cpu";
+pub(crate) const CPU_DIR: &str = "/sys/devices/system/cpu";
 /// The daemon's interval in the guest.
 pub const INTERVAL_MS: u64 = 250;
 /// How long a plan may take to appear under TCG, which runs the guest
 /// ten to fifty times slower than the host.
-const SETTLE: Duration = Duration::from_secs(60);
+pub(crate) const SETTLE: Duration = Duration::from_secs(60);
 
 /// One check's outcome.
 #[derive(Debug, Clone, Serialize)]
@@ -51,7 +51,12 @@ pub struct GuestReport {
     pub init: String,
     pub present: String,
     pub interval_ms: u64,
+    /// The guest's architecture (`std::env::consts::ARCH`: x86_64, aarch64).
+    pub arch: String,
     pub checks: Vec<Check>,
+    /// What the checks do not show (e.g. that TCG runs every vCPU at one
+    /// speed).
+    pub notes: Vec<String>,
     pub passed: bool,
     pub seconds: f64,
 }
@@ -69,15 +74,20 @@ pub fn run(exe: &Path) -> GuestReport {
     let mut g = Guest {
         exe: exe.to_path_buf(),
         checks: Vec::new(),
+        notes: Vec::new(),
         workloads: Vec::new(),
         daemon: None,
     };
     // The systemd guest runs corral as a service; an SMT guest
     // (`scripts/vm-test`'s 6.12-smt: 2 cores of 2 threads) the SMT
-    // scenario; the others, on one CPU a core, the four.
+    // scenario; a guest whose CPUs differ in capacity (the arm64 guest's
+    // device tree) the big.LITTLE one; the others, on one CPU a core, the
+    // four.
     let systemd = corral_linux::system::systemd_booted(Path::new("/run"));
     if systemd {
         g.checks = crate::vmsystemd::run();
+    } else if crate::vmhetero::heterogeneous() {
+        g.big_little();
     } else if smt_siblings(0).len() > 1 {
         g.smt();
     } else {
@@ -102,30 +112,33 @@ pub fn run(exe: &Path) -> GuestReport {
             .trim()
             .into(),
         interval_ms: INTERVAL_MS,
+        arch: std::env::consts::ARCH.into(),
         checks: g.checks,
+        notes: g.notes,
         passed,
         seconds: start.elapsed().as_secs_f64(),
     }
 }
 
-struct Guest {
-    exe: PathBuf,
+pub(crate) struct Guest {
+    pub(crate) exe: PathBuf,
     checks: Vec<Check>,
+    pub(crate) notes: Vec<String>,
     workloads: Vec<(String, Child)>,
     daemon: Option<Child>,
 }
 
-fn read(path: &str) -> Option<String> {
+pub(crate) fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-fn online() -> CpuSet {
+pub(crate) fn online() -> CpuSet {
     read(&format!("{CPU_DIR}/online"))
         .and_then(|s| CpuSet::parse(s.trim()).ok())
         .unwrap_or_default()
 }
 
-fn set_online(cpu: u32, on: bool) -> std::io::Result<()> {
+pub(crate) fn set_online(cpu: u32, on: bool) -> std::io::Result<()> {
     let path = format!("{CPU_DIR}/cpu{cpu}/online");
     if !Path::new(&path).exists() {
         return Ok(());
@@ -142,7 +155,7 @@ fn smt_siblings(cpu: u32) -> CpuSet {
         .unwrap_or_else(|| std::iter::once(cpu).collect())
 }
 
-fn cgroup_of(pid: u32) -> String {
+pub(crate) fn cgroup_of(pid: u32) -> String {
     read(&format!("/proc/{pid}/cgroup"))
         .and_then(|t| {
             t.lines()
@@ -158,12 +171,12 @@ fn run_ns(pid: u32) -> u64 {
         .map_or(0, |(run, _, _)| run)
 }
 
-fn groups_of(s: &Status, kind: GroupKind) -> Vec<&corral_daemon::api::GroupStatus> {
+pub(crate) fn groups_of(s: &Status, kind: GroupKind) -> Vec<&corral_daemon::api::GroupStatus> {
     s.groups.iter().filter(|g| g.kind == kind).collect()
 }
 
 /// The group (name, kind, CPUs) thread `tid` is in, per the daemon.
-fn placed(s: &Status, tid: u32) -> Option<(String, GroupKind, CpuSet)> {
+pub(crate) fn placed(s: &Status, tid: u32) -> Option<(String, GroupKind, CpuSet)> {
     let t = s.threads.iter().find(|t| t.tid == tid)?;
     let name = t.group.clone()?;
     let g = s.groups.iter().find(|g| g.name == name)?;
@@ -260,7 +273,7 @@ impl EmptyWatcher {
 }
 
 impl Guest {
-    fn check(&mut self, scenario: &'static str, name: &str, pass: bool, detail: String) {
+    pub(crate) fn check(&mut self, scenario: &'static str, name: &str, pass: bool, detail: String) {
         eprintln!(
             "{} {scenario}: {name}: {detail}",
             if pass { "PASS" } else { "FAIL" }
@@ -274,7 +287,7 @@ impl Guest {
     }
 
     /// Starts `corral lab work ARGS` as `name`; its PID.
-    fn work(&mut self, name: &str, args: &[&str]) -> u32 {
+    pub(crate) fn work(&mut self, name: &str, args: &[&str]) -> u32 {
         let child = Command::new(&self.exe)
             .args(["lab", "work"])
             .args(args)
@@ -321,7 +334,7 @@ impl Guest {
         [hog, periodic, light]
     }
 
-    fn end_workloads(&mut self) {
+    pub(crate) fn end_workloads(&mut self) {
         for (_, mut c) in self.workloads.drain(..) {
             let _ = c.kill();
             let _ = c.wait();
@@ -329,7 +342,7 @@ impl Guest {
     }
 
     /// Starts `corral run` on v2 scoped to `pids`; true once it answers.
-    fn start_daemon(&mut self, pids: &[u32]) -> bool {
+    pub(crate) fn start_daemon(&mut self, pids: &[u32]) -> bool {
         let _ = std::fs::remove_file(SOCKET);
         let mut cmd = Command::new(&self.exe);
         cmd.args(["run", "--cgroup", "v2", "--socket", SOCKET])
@@ -362,7 +375,7 @@ impl Guest {
 
     /// Stops the daemon and checks that it ended cleanly and took its
     /// groups with it.
-    fn stop_and_check(&mut self, scenario: &'static str) {
+    pub(crate) fn stop_and_check(&mut self, scenario: &'static str) {
         let exit = self.stop_daemon();
         let left = Path::new(CGROUP).join("corral").exists();
         self.check(
@@ -374,7 +387,7 @@ impl Guest {
     }
 
     /// SIGTERM to the daemon; its exit status (killed after 30 s).
-    fn stop_daemon(&mut self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn stop_daemon(&mut self) -> Option<std::process::ExitStatus> {
         let mut d = self.daemon.take()?;
         let pid = rustix::process::Pid::from_raw(d.id() as i32)?;
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
@@ -390,14 +403,14 @@ impl Guest {
         None
     }
 
-    fn status(&self) -> Option<Status> {
+    pub(crate) fn status(&self) -> Option<Status> {
         let r = server::request(Path::new(SOCKET), Api::Status).ok()?;
         serde_json::from_value(r.result?).ok()
     }
 
     /// Polls the daemon until `want` holds (or `limit`); the last status
     /// and how long it took.
-    fn wait_for(
+    pub(crate) fn wait_for(
         &self,
         limit: Duration,
         want: impl Fn(&Status) -> bool,
@@ -418,7 +431,7 @@ impl Guest {
 
     /// Whether the daemon's groups on disk are as planned: cpuset.cpus and
     /// cpu.weight of each, and a non-empty effective CPU set.
-    fn groups_as_planned(&mut self, scenario: &'static str, s: &Status) {
+    pub(crate) fn groups_as_planned(&mut self, scenario: &'static str, s: &Status) {
         let mut bad = Vec::new();
         let mut seen = Vec::new();
         for g in &s.groups {

@@ -286,6 +286,7 @@ fn policy_json(r: &PolicyReport) -> serde_json::Value {
         "boosts_ended": r.boosts_ended,
         "classes": r.classes,
         "groups": r.groups,
+        "group_cpus": r.group_cpus,
         "errors": r.errors.iter().map(|(t, e)| serde_json::json!({"at_s": *t as f64 / 1e9, "error": e})).collect::<Vec<_>>(),
     })
 }
@@ -299,12 +300,17 @@ fn print_policy(r: &PolicyReport) {
         r.boosts_ended,
         r.errors.len()
     );
-    let mut t = Table::new(&["TASK", "CLASS", "GROUP"]);
+    let mut t = Table::new(&["TASK", "CLASS", "GROUP", "CPUS"]);
     for (name, class) in &r.classes {
+        let group = r.groups.get(name);
         t.row(vec![
             name.clone(),
             class.clone(),
-            r.groups.get(name).cloned().unwrap_or_else(|| "-".into()),
+            group.cloned().unwrap_or_else(|| "-".into()),
+            group
+                .and_then(|g| r.group_cpus.get(g))
+                .cloned()
+                .unwrap_or_else(|| "-".into()),
         ]);
     }
     print!("{}", t.render());

@@ -56,6 +56,8 @@ pub struct PolicyReport {
     pub classes: BTreeMap<String, String>,
     /// Each task's corral group at the end (by task name).
     pub groups: BTreeMap<String, String>,
+    /// The CPUs of each of those groups at the end (by group name).
+    pub group_cpus: BTreeMap<String, String>,
     /// The last step's report.
     pub last: Option<StepReport>,
 }
@@ -74,6 +76,7 @@ fn record_classes<K: SchedClass>(daemon: &Daemon<SimHost<K>>, report: &mut Polic
         }
         if let Some(g) = daemon.plan().group_of(tid) {
             report.groups.insert(name, g.name.clone());
+            report.group_cpus.insert(g.name.clone(), g.cpus.to_string());
         }
     }
 }

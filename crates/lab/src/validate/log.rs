@@ -21,10 +21,17 @@ pub(super) struct LogLine {
 /// c_duration c_period wu_lat`). rt-app's `rel_st` counts from the use
 /// case's start; the simulator's `start` and `end` are simulated time,
 /// whose 0 is the use case's start (its `rel_st` counts from the
-/// thread's own first iteration instead).
+/// thread's own first iteration instead). A last line without its
+/// newline is one rt-app was writing when it stopped: it is left out (a
+/// full run once ended a log with 10 of its 11 columns).
 pub(super) fn parse_log(text: &str, file: &Path, live: bool) -> Result<Vec<LogLine>> {
     let mut v = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    let complete = match text.rfind('\n') {
+        Some(i) if !text[i + 1..].trim().is_empty() => &text[..i + 1],
+        Some(_) => text,
+        None => "",
+    };
+    for (n, line) in complete.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -62,4 +69,22 @@ pub(super) fn parse_log(text: &str, file: &Path, live: bool) -> Result<Vec<LogLi
 pub(super) fn read_log(path: &Path, live: bool) -> Result<Vec<LogLine>> {
     let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
     parse_log(&text, path, live)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_last_line_cut_short_is_left_out_and_any_other_is_an_error() {
+        let full = "#idx perf run period start end rel_st slack c_duration c_period wu_lat\n\
+                    0 1 1000 10000 5 6 0 9000 1000 10000 12\n";
+        let cut = format!("{full}0 1 1000 10000 5 6 10000 9000 1000 10");
+        let p = Path::new("x.log");
+        assert_eq!(parse_log(full, p, true).unwrap().len(), 1);
+        assert_eq!(parse_log(&cut, p, true).unwrap().len(), 1);
+        let bad = format!("{full}0 1 1000 10000 5 6 10000 9000 1000 10\n");
+        let e = parse_log(&bad, p, true).unwrap_err().to_string();
+        assert!(e.contains("x.log:3") && e.contains("10 columns"), "{e}");
+    }
 }

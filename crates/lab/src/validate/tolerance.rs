@@ -67,8 +67,13 @@ impl Measure {
                 "live, about 1 wake-up in 10 whose previous CPU is idle moves to the \
                  waker's CPU (an idle vCPU judged preempted, see wake-up latency); the \
                  model's balancer has one domain level and no active balancing, and its \
-                 new-idle pulls wait for avg_idle >= 0.5 ms, which a live run's extra short \
-                 idle spans and interrupts shift"
+                 new-idle pulls wait for avg_idle >= 0.5 ms (the kernel's gate before 5.16; \
+                 today's, the longest recent new-idle balance, cannot be read here); with \
+                 every CPU busy (hackbench-groups, traced live: 61 % of its moves are \
+                 wake-ups pulled to the waker's busy CPU by wake_affine_weight, the rest \
+                 periodic, nohz and new-idle balancing) live kernel threads and the host \
+                 unbalance the CPUs now and then, while the simulated machine has no \
+                 background work and keeps them equally loaded"
             }
         }
     }

@@ -183,6 +183,18 @@ pub(crate) fn placed(s: &Status, tid: u32) -> Option<(String, GroupKind, CpuSet)
     Some((name, g.kind, g.cpus.clone()))
 }
 
+/// `corral lab work` arguments of the scenarios' light thread: 5 ms of
+/// work every 250 ms (4 wake-ups a second: light, never latency-critical).
+pub(crate) const LIGHT: &[&str] = &[
+    "periodic",
+    "--period-ms",
+    "250",
+    "--run-ms",
+    "5",
+    "--periods",
+    "100000000",
+];
+
 /// The hot-plug scenario's name in its checks.
 const HOTPLUG: &str = "hot-plug";
 
@@ -319,18 +331,7 @@ impl Guest {
                 "100000000",
             ],
         );
-        let light = self.work(
-            "light",
-            &[
-                "periodic",
-                "--period-ms",
-                "250",
-                "--run-ms",
-                "5",
-                "--periods",
-                "100000000",
-            ],
-        );
+        let light = self.work("light", LIGHT);
         [hog, periodic, light]
     }
 
@@ -899,18 +900,7 @@ impl Guest {
         self.check(S, "4 CPUs online", all.len() == 4, format!("online {all}"));
         let h1 = self.work("hog-1", &["hog"]);
         let h2 = self.work("hog-2", &["hog"]);
-        let light = self.work(
-            "light",
-            &[
-                "periodic",
-                "--period-ms",
-                "250",
-                "--run-ms",
-                "5",
-                "--periods",
-                "100000000",
-            ],
-        );
+        let light = self.work("light", LIGHT);
         if !self.start_daemon(&[h1, h2, light]) {
             self.check(S, "daemon starts", false, "no answer on its socket".into());
             return;

@@ -18,7 +18,9 @@
 //! what is tested is the kernel's and corral's view of the machine, not
 //! wall-clock speed. The report says so in its notes.
 
-use crate::vmguest::{cgroup_of, online, placed, read, set_online, Guest, CGROUP, CPU_DIR, SETTLE};
+use crate::vmguest::{
+    cgroup_of, online, placed, read, set_online, Guest, CGROUP, CPU_DIR, LIGHT, SETTLE,
+};
 use corral_core::cpuset::CpuSet;
 use corral_core::plan::GroupKind;
 use corral_daemon::api::Status;
@@ -216,19 +218,7 @@ impl Guest {
         self.corral_cpus(&big, &little);
 
         let hogs = [self.work("hog1", &["hog"]), self.work("hog2", &["hog"])];
-        let light_args = [
-            "periodic",
-            "--period-ms",
-            "250",
-            "--run-ms",
-            "5",
-            "--periods",
-            "100000000",
-        ];
-        let lights = [
-            self.work("light1", &light_args),
-            self.work("light2", &light_args),
-        ];
+        let lights = [self.work("light1", LIGHT), self.work("light2", LIGHT)];
         let all: Vec<u32> = hogs.iter().chain(&lights).copied().collect();
         if !self.start_daemon(&all) {
             self.check(S, "daemon starts", false, "no answer on its socket".into());

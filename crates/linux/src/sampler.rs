@@ -500,7 +500,12 @@ impl Sampler {
             let Some((run, wait, slices)) = read_schedstat(&dir, entry, &mut self.buf)? else {
                 return Ok(None);
             };
-            let ran = slices != entry.sample.timeslices;
+            // It ran since the last pass when it was switched in again, or
+            // when its runtime grew within the slice it was in: a thread
+            // read while running (a fork systemd's `--uid` unit is about to
+            // become) can change its uid and comm, exec and sleep without
+            // being switched in again.
+            let ran = slices != entry.sample.timeslices || run != entry.sample.run_ns;
             entry.sample.run_ns = run;
             entry.sample.wait_ns = wait;
             entry.sample.timeslices = slices;
@@ -951,6 +956,34 @@ mod tests {
         assert!(sampler.adopt(4301, 4301, 4242));
         sampler.sample(4).unwrap();
         assert_eq!(tids(&sampler.sample(5).unwrap()), [4242, 4300, 4301]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_thread_read_while_running_is_read_again_when_only_its_runtime_grew() {
+        let (dir, host, mut sampler) = scoped_to_4242("running");
+        let t = "proc/4242/task/4242";
+        let status = |uid: u32| {
+            format!("Name:\tt\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n")
+        };
+        // Read while it runs, before it drops root.
+        host.write(&format!("{t}/schedstat"), "1000 0 1\n")
+            .write(&format!("{t}/status"), &status(0));
+        let snap = sampler.sample(0).unwrap();
+        assert_eq!(snap.threads[0].uid, 0);
+        // In the same slice: setuid, exec, sleep. Switched in once, as
+        // before; its runtime grew.
+        let stat = std::fs::read_to_string(dir.join(format!("{t}/stat"))).unwrap();
+        host.write(&format!("{t}/schedstat"), "3000 0 1\n")
+            .write(&format!("{t}/status"), &status(65534))
+            .write(&format!("{t}/stat"), &stat.replace("(t)", "(sleep)"));
+        let snap = sampler.sample(1).unwrap();
+        assert_eq!(snap.threads[0].uid, 65534);
+        assert_eq!(&*snap.threads[0].comm, "sleep");
+        // Asleep since: not read again (its files are not opened).
+        host.write(&format!("{t}/status"), &status(7));
+        let snap = sampler.sample(2).unwrap();
+        assert_eq!(snap.threads[0].uid, 65534);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -307,6 +307,8 @@ pub struct Machine<K: SchedClass> {
     ticks: Vec<u64>,
     /// Whether each CPU's tick runs (it stops while the CPU idles).
     ticking: Vec<bool>,
+    /// How many CPUs' ticks are stopped (`ticking` false).
+    tickless: usize,
     online: Vec<bool>,
     /// The online CPUs in ascending order (what a task allowed on every
     /// CPU may use).
@@ -627,6 +629,7 @@ impl<K: SchedClass> Machine<K> {
             barriers,
             ticks: vec![0; ncpus],
             ticking: vec![true; ncpus],
+            tickless: 0,
             online_list: online_list(&online),
             online,
             cpu_busy: vec![0; ncpus],
@@ -1168,6 +1171,7 @@ impl<K: SchedClass> Machine<K> {
         let idle = self.k.curr(cpu).is_none();
         if !self.online[cpu] || (idle && self.k.nr_running(cpu) == 0) {
             self.ticking[cpu] = false;
+            self.tickless += 1;
             return;
         }
         let now = self.now();
@@ -1194,7 +1198,8 @@ impl<K: SchedClass> Machine<K> {
         }
         // nohz_balancer_kick: a CPU with two or more runnable tasks has a
         // tickless idle CPU balance (`nohz_idle_balance`).
-        if self.k.nr_running(cpu) >= 2 {
+        // (Only tickless CPUs are looked at: none, no scan.)
+        if self.tickless > 0 && self.k.nr_running(cpu) >= 2 {
             for c in 0..self.online.len() {
                 if self.k.nr_running(cpu) < 2 {
                     break;
@@ -1228,6 +1233,7 @@ impl<K: SchedClass> Machine<K> {
     fn restart_tick(&mut self, cpu: usize) {
         if !self.ticking[cpu] {
             self.ticking[cpu] = true;
+            self.tickless -= 1;
             let next = self.tick_at_or_after(self.now() + 1);
             self.q.at(next, Ev::Tick(cpu));
         }
@@ -1516,6 +1522,11 @@ impl<K: SchedClass> Machine<K> {
             .filter(|t| t.state == State::Running)
             .count();
         assert_eq!(running, states, "running tasks and busy CPUs disagree");
+        assert_eq!(
+            self.tickless,
+            self.ticking.iter().filter(|&&t| !t).count(),
+            "the count of stopped ticks is off"
+        );
         let used: Ns = self.tasks.iter().map(|t| t.stats.cpu_ns).sum();
         assert!(
             used <= self.now() * self.online.len() as Ns,

@@ -107,6 +107,15 @@ pub enum Flavour {
     Eevdf,
 }
 
+/// `fits_capacity`: a utilization fits a CPU with 20 % headroom,
+///
+/// ```text
+/// util · 1280 < capacity · 1024
+/// ```
+fn fits_capacity(util: u64, capacity: u64) -> bool {
+    util * 1280 < capacity * 1024
+}
+
 /// `WEIGHT_IDLEPRIO`: a SCHED_IDLE task's load weight.
 const WEIGHT_IDLEPRIO: u64 = 3;
 
@@ -268,6 +277,9 @@ pub struct Fair {
     /// `sd_llc_shared->nr_idle_scan` (SIS_UTIL), one LLC (XXX: the
     /// platform has no cache topology; every CPU shares one LLC).
     nr_idle_scan: usize,
+    /// `sched_asym_cpucap_active`, once known (the online CPUs'
+    /// capacities differ); forgotten at hot-plug.
+    asym_cpucap: Option<bool>,
     /// Which CPUs are online (the LLC's span).
     online: Vec<bool>,
     /// EEVDF era: `rq->avg_idle`, the average idle span a wake-up ends
@@ -314,6 +326,7 @@ impl Fair {
             balance_failed: vec![0; ncpus],
             interactive: Vec::new(),
             nr_idle_scan: ncpus,
+            asym_cpucap: None,
             online: vec![true; ncpus],
             avg_idle: vec![2 * MIGRATION_COST_NS; ncpus],
             idle_stamp: vec![None; ncpus],
@@ -1260,30 +1273,62 @@ impl Fair {
         }
     }
 
+    /// `sched_asym_cpucap_active`: the online CPUs do not all have one
+    /// capacity (the kernel then builds an SD_ASYM_CPUCAPACITY domain).
+    fn asym_cpucap(&mut self, pelt: &Pelt) -> bool {
+        if let Some(a) = self.asym_cpucap {
+            return a;
+        }
+        let mut caps = (0..self.ncpus)
+            .filter(|&c| self.online[c])
+            .map(|c| pelt.capacity(c));
+        let first = caps.next();
+        let a = caps.any(|c| Some(c) != first);
+        self.asym_cpucap = Some(a);
+        a
+    }
+
     /// `select_idle_sibling`: target if idle, else prev if idle, else the
     /// task's recently used CPU if idle, else the first idle CPU of the
     /// LLC after target (`select_idle_cpu`, at most `nr_idle_scan` CPUs
-    /// looked at under SIS_UTIL), else target. XXX: no SMT idle-core
-    /// search, no clusters, no `select_idle_capacity` on asymmetric
-    /// platforms.
+    /// looked at under SIS_UTIL), else target. On an asymmetric-capacity
+    /// platform each of the first three must also fit the task
+    /// (`asym_fits_cpu`), and the search is `select_idle_capacity`'s
+    /// instead of the LLC scan. XXX: no SMT idle-core search, no
+    /// clusters.
     fn select_idle_sibling(
         &mut self,
         t: TaskId,
         prev: usize,
         target: usize,
         allowed: &[usize],
+        pelt: Option<&Pelt>,
     ) -> usize {
-        if self.idle_cpu(target) {
+        // The task's `task_util_est` when capacities differ. XXX: as of
+        // its last update, not decayed over the sleep first
+        // (`sync_entity_load_avg`); its util_est, which does not decay,
+        // is most often the larger.
+        let util = match pelt {
+            Some(p) if self.asym_cpucap(p) => Some((p, p.avg(t).task_util_est())),
+            _ => None,
+        };
+        let fits = |c: usize| util.is_none_or(|(p, u)| fits_capacity(u, p.capacity(c)));
+        if self.idle_cpu(target) && fits(target) {
             return target;
         }
-        if prev != target && self.idle_cpu(prev) {
+        if prev != target && self.idle_cpu(prev) && fits(prev) {
             return prev;
         }
         let recent = self.tasks[t].recent_used_cpu.replace(prev);
         if let Some(r) = recent {
-            if r != prev && r != target && self.idle_cpu(r) && allowed.contains(&r) {
+            if r != prev && r != target && self.idle_cpu(r) && allowed.contains(&r) && fits(r) {
                 return r;
             }
+        }
+        if let Some((p, u)) = util {
+            return self
+                .select_idle_capacity(u, target, allowed, p)
+                .unwrap_or(target);
         }
         let nr = if self.feat.on(Feature::SisUtil) {
             self.nr_idle_scan
@@ -1310,6 +1355,37 @@ impl Fair {
         }
     }
 
+    /// `select_idle_capacity` over the asymmetric domain (every CPU here)
+    /// and the task's CPUs, from `target` on, wrapping: the first idle CPU
+    /// the task's utilization fits (`util_fits_cpu` without uclamp:
+    /// `fits_capacity`), else the idle CPU of the largest capacity (the
+    /// first of equals), else none.
+    fn select_idle_capacity(
+        &self,
+        util: u64,
+        target: usize,
+        allowed: &[usize],
+        pelt: &Pelt,
+    ) -> Option<usize> {
+        let n = self.ncpus;
+        let mut order: Vec<usize> = allowed.to_vec();
+        order.sort_unstable_by_key(|&c| (c + n - target) % n);
+        let mut best: Option<(u64, usize)> = None;
+        for c in order {
+            if !self.idle_cpu(c) {
+                continue;
+            }
+            let cap = pelt.capacity(c);
+            if fits_capacity(util, cap) {
+                return Some(c);
+            }
+            if best.is_none_or(|(b, _)| cap > b) {
+                best = Some((cap, c));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
     /// A wake-up's CPU in the 6.x kernel (`select_task_rq_fair`, WF_TTWU):
     /// the waker's CPU or prev by `wake_affine` (unless `wake_wide`), then
     /// `select_idle_sibling` around it.
@@ -1331,7 +1407,7 @@ impl Fair {
         } else {
             prev
         };
-        self.select_idle_sibling(t, prev, target, allowed)
+        self.select_idle_sibling(t, prev, target, allowed, wake.pelt)
     }
 
     /// `update_idle_cpu_scan`, at a periodic balance of the LLC: how many
@@ -2120,6 +2196,7 @@ impl SchedClass for Fair {
 
     fn cpu_online(&mut self, cpu: usize) {
         self.online[cpu] = true;
+        self.asym_cpucap = None;
     }
 
     fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
@@ -2133,6 +2210,7 @@ impl SchedClass for Fair {
 
     fn cpu_offline(&mut self, cpu: usize) {
         self.online[cpu] = false;
+        self.asym_cpucap = None;
         // Throttled tasks must be in reach to be moved off (they stay
         // limited: their group is throttled wherever they land).
         let throttled: Vec<RqId> = self
@@ -2608,6 +2686,63 @@ mod tests {
         let mut g = Fair::eevdf(2);
         g.update_idle_cpu_scan(&half);
         assert_eq!(g.nr_idle_scan, 1, "x = 1024/2: y = 674, 674 · 2 / 1024");
+    }
+
+    #[test]
+    fn select_idle_capacity_wakes_a_task_on_an_idle_cpu_it_fits() {
+        // CPUs 0-1 big (1024), 2-3 little (446); task 9 slept on CPU 2
+        // (idle); its waker runs on CPU 3.
+        let caps = [1024, 1024, 446, 446];
+        let setup = |busy: &[usize], ran_ms: u64| {
+            let mut f = Fair::eevdf(4);
+            let mut p = Pelt::new(16, &caps);
+            // Task 9's history: `ran_ms` of running, then a sleep on 2.
+            p.run(9, 2, 1024, 0);
+            p.stop(9, 2, 1024, true, ran_ms * 1_000_000);
+            f.enqueue(2, 9, true, 0);
+            assert_eq!(f.pick_next(2, 0), Some(9));
+            f.dequeue(2, 9, true, 1_000_000);
+            for (t, &cpu) in busy.iter().chain(&[3]).enumerate() {
+                f.enqueue(cpu, t, true, 1_000_000);
+                f.pick_next(cpu, 1_000_000).unwrap();
+            }
+            (f, p)
+        };
+        let wake = |f: &mut Fair, p: &Pelt| {
+            let waker = f.curr(3).unwrap();
+            let ctx = WakeCtx {
+                this_cpu: Some(3),
+                waker: Some(waker),
+                pelt: Some(p),
+                now: 300_000_000,
+                ..Default::default()
+            };
+            f.select_task_rq(9, 2, &[0, 1, 2, 3], &ctx)
+        };
+        // 300 ms of running: util_avg near 1024, over what a little CPU
+        // holds (446 · 1024 / 1280 = 356). Idle prev does not fit; the
+        // search from prev (2, 3, 0, 1) takes big CPU 0.
+        let (mut f, p) = setup(&[], 300);
+        assert!(p.avg(9).task_util_est() > 900);
+        assert_eq!(wake(&mut f, &p), 0);
+        // Both big CPUs busy: the idle CPU of the largest capacity, the
+        // first of equals in the search's order (prev).
+        let (mut f, p) = setup(&[0, 1], 300);
+        assert_eq!(wake(&mut f, &p), 2);
+        // 2 ms of running: util ≈ 45, it fits the little CPU it left.
+        let (mut f, p) = setup(&[], 2);
+        assert!(p.avg(9).task_util_est() < 356);
+        assert_eq!(wake(&mut f, &p), 2);
+        // Equal capacities: no fitting, idle prev as before.
+        let mut f = Fair::eevdf(4);
+        let mut p = Pelt::new(16, &[1024; 4]);
+        p.run(9, 2, 1024, 0);
+        p.stop(9, 2, 1024, true, 300_000_000);
+        f.enqueue(3, 0, true, 0);
+        f.pick_next(3, 0).unwrap();
+        assert_eq!(wake(&mut f, &p), 2);
+        assert!(fits_capacity(356, 446));
+        assert!(!fits_capacity(357, 446));
     }
 
     #[test]

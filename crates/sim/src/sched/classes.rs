@@ -253,4 +253,20 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         moved.extend(self.fair.balance(cpu, now, idle, allowed, pelt));
         moved
     }
+
+    fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
+        // Only while the fair task still runs there (no RT task above).
+        self.fair
+            .take_active_balance()
+            .filter(|&(_, from, _)| self.rt.curr(from).is_none())
+    }
+
+    fn misfit(
+        &mut self,
+        cpu: usize,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: Option<&crate::sched::pelt::Pelt>,
+    ) -> bool {
+        self.rt.curr(cpu).is_none() && self.fair.misfit(cpu, allowed, pelt)
+    }
 }

@@ -116,6 +116,15 @@ fn fits_capacity(util: u64, capacity: u64) -> bool {
     util * 1280 < capacity * 1024
 }
 
+/// `capacity_greater`: `a` is more than about 5 % above `b`,
+///
+/// ```text
+/// a · 1024 > b · 1078
+/// ```
+fn capacity_greater(a: u64, b: u64) -> bool {
+    a * 1024 > b * 1078
+}
+
 /// `WEIGHT_IDLEPRIO`: a SCHED_IDLE task's load weight.
 const WEIGHT_IDLEPRIO: u64 = 3;
 
@@ -280,6 +289,9 @@ pub struct Fair {
     /// `sched_asym_cpucap_active`, once known (the online CPUs'
     /// capacities differ); forgotten at hot-plug.
     asym_cpucap: Option<bool>,
+    /// An active balance asked by the last balance: (task, from, to)
+    /// (`stop_one_cpu_nowait(active_load_balance_cpu_fn)`).
+    active_push: Option<(TaskId, usize, usize)>,
     /// Which CPUs are online (the LLC's span).
     online: Vec<bool>,
     /// EEVDF era: `rq->avg_idle`, the average idle span a wake-up ends
@@ -327,6 +339,7 @@ impl Fair {
             interactive: Vec::new(),
             nr_idle_scan: ncpus,
             asym_cpucap: None,
+            active_push: None,
             online: vec![true; ncpus],
             avg_idle: vec![2 * MIGRATION_COST_NS; ncpus],
             idle_stamp: vec![None; ncpus],
@@ -1194,6 +1207,35 @@ impl Fair {
     /// `task_h_load`: the task's `load_avg` as the root sees it (XXX: its
     /// groups' part from the instantaneous weights of `root_weight`, not
     /// the `cfs_rq`s' `h_load`).
+    /// `update_misfit_status` for the task running on `cpu` when the
+    /// platform's capacities differ: its `task_h_load` (at least 1) when
+    /// a CPU of greater capacity is online and allowed to it and its
+    /// `task_util_est` does not fit this one, else 0:
+    ///
+    /// ```text
+    /// misfit = curr ∧ capacity(cpu) < max_allowed_capacity ∧ ¬fits_capacity(util_est, capacity(cpu))
+    /// ```
+    ///
+    /// XXX: worked out when the balancer looks, not kept from the last
+    /// tick or pick as `rq->misfit_task_load` is.
+    fn misfit_task_load(
+        &self,
+        cpu: usize,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: &Pelt,
+    ) -> u64 {
+        let Some(t) = self.running[cpu] else {
+            return 0;
+        };
+        let cap = pelt.capacity(cpu);
+        let bigger =
+            (0..self.ncpus).any(|c| self.online[c] && pelt.capacity(c) > cap && allowed(t, c));
+        if !bigger || fits_capacity(pelt.avg(t).task_util_est(), cap) {
+            return 0;
+        }
+        self.task_h_load(t, pelt).max(1)
+    }
+
     fn task_h_load(&self, t: TaskId, pelt: &Pelt) -> u64 {
         let w = self.entities[self.tasks[t].entity].weight.max(1) as u128;
         (pelt.avg(t).load_avg as u128 * self.root_weight(t) as u128 / w) as u64
@@ -1454,7 +1496,15 @@ impl Fair {
 
     /// One CPU as a scheduling group of the domain (`update_sg_lb_stats`
     /// over a group of one CPU).
-    fn sg_lb_stats(&self, cpu: usize, pelt: &Pelt) -> SgStats {
+    /// On an asymmetric-capacity domain a group other than the local one
+    /// also carries its CPU's misfit task load
+    /// ([`Fair::misfit_task_load`]).
+    fn sg_lb_stats(
+        &self,
+        cpu: usize,
+        pelt: &Pelt,
+        misfit: Option<&dyn Fn(TaskId, usize) -> bool>,
+    ) -> SgStats {
         let nr = self.h_nr_runnable(cpu) as u64;
         let mut sg = SgStats {
             load: pelt.cpu_load(cpu),
@@ -1465,6 +1515,7 @@ impl Fair {
             capacity: pelt.capacity(cpu).max(1),
             group_type: GroupType::HasSpare,
             avg_load: 0,
+            misfit_load: misfit.map_or(0, |a| self.misfit_task_load(cpu, a, pelt)),
         };
         sg.group_type = sg.classify();
         if sg.group_type == GroupType::Overloaded {
@@ -1489,6 +1540,8 @@ impl Fair {
             // avg_load is not computed for fully busy groups (0 == 0):
             // the later group is taken.
             GroupType::FullyBusy => sg.avg_load >= b.avg_load,
+            // The biggest misfit (the later of equals).
+            GroupType::MisfitTask => sg.misfit_load >= b.misfit_load,
             GroupType::HasSpare => {
                 (sg.idle as u32) < (b.idle as u32) || (sg.idle == b.idle && sg.nr > b.nr)
             }
@@ -1496,9 +1549,10 @@ impl Fair {
     }
 
     /// The 6.x load balancer (`sched_balance_rq`) on one domain whose
-    /// groups are single CPUs (the LLC, XXX: no SMT, cluster, package or
-    /// NUMA levels, no misfit, asym-packing or imbalanced groups, no
-    /// active balancing):
+    /// groups are single CPUs (the LLC, or on asymmetric capacities the
+    /// SD_ASYM_CPUCAPACITY domain; XXX: no SMT, cluster, package or NUMA
+    /// levels, no asym-packing or imbalanced groups, active balancing for
+    /// misfit tasks only):
     ///
     /// - group types (`group_classify`, `imbalance_pct` 117): overloaded
     ///   when more than one task runs and `util` or `runnable` passes
@@ -1536,6 +1590,14 @@ impl Fair {
     ///   closer (70 of 120 measures met against 72 side by side; the
     ///   browser's Event-Display migrated 438 times simulated against 29
     ///   live), so the older gate stands in.
+    /// - Misfit tasks (asymmetric capacities): another CPU's running task
+    ///   whose `task_util_est` does not fit it, with a bigger CPU allowed
+    ///   ([`Fair::misfit_task_load`]), makes its group `group_misfit_task`
+    ///   (above fully busy, below overloaded) and sets `rd->overloaded`.
+    ///   Only a CPU of greater capacity (`capacity_greater`) with spare
+    ///   room takes it as busiest; it is then moved whatever the loads
+    ///   ([`Fair::migrate_misfit`]). A CPU with one task and a capacity
+    ///   not below this one's is otherwise never the busiest.
     /// - Periodic balancing also writes `nr_idle_scan` and
     ///   `rd->overloaded`.
     fn sched_balance_rq(
@@ -1557,7 +1619,8 @@ impl Fair {
         }
         // CPU_NEWLY_IDLE, CPU_IDLE or CPU_NOT_IDLE.
         let idle = newidle || self.idle_cpu(cpu);
-        let local = self.sg_lb_stats(cpu, pelt);
+        let asym = self.asym_cpucap(pelt);
+        let local = self.sg_lb_stats(cpu, pelt, None);
         let (mut total_load, mut total_capacity) = (0u64, 0u64);
         let mut busiest: Option<(usize, SgStats)> = None;
         for k in 0..self.ncpus {
@@ -1569,10 +1632,22 @@ impl Fair {
             let sg = if c == cpu {
                 local
             } else {
-                self.sg_lb_stats(c, pelt)
+                self.sg_lb_stats(c, pelt, asym.then_some(allowed))
             };
             total_load += sg.load;
             total_capacity += sg.capacity;
+            if sg.misfit_load > 0 && !newidle {
+                // `*sg_overloaded = 1`.
+                self.overloaded = true;
+            }
+            // update_sd_pick_busiest: a misfit task this CPU cannot help
+            // (not of greater capacity, or not with spare room) is left.
+            if sg.group_type == GroupType::MisfitTask
+                && !(capacity_greater(local.capacity, sg.capacity)
+                    && local.group_type == GroupType::HasSpare)
+            {
+                continue;
+            }
             if c != cpu && Self::busier(&sg, busiest.as_ref().map(|b| &b.1)) {
                 busiest = Some((c, sg));
             }
@@ -1585,6 +1660,11 @@ impl Fair {
             return balanced(self);
         };
         let domain_avg = total_load * 1024 / total_capacity.max(1);
+        // A misfit task is dealt with whatever the loads
+        // (`calculate_imbalance`: migrate_misfit, imbalance 1).
+        if b.group_type == GroupType::MisfitTask {
+            return self.migrate_misfit(cpu, src, now, idle, allowed, pelt);
+        }
         if local.group_type > b.group_type {
             return balanced(self);
         }
@@ -1625,6 +1705,12 @@ impl Fair {
         // find_busiest_queue: a CPU with one task whose load is over the
         // imbalance is left alone.
         if migrate_load && b.nr == 1 && b.load as i64 > imbalance {
+            return balanced(self);
+        }
+        // ... nor, on an asymmetric-capacity domain, one with one task
+        // whose capacity is not smaller than this CPU's (it would end in
+        // an active balance from high to low capacity).
+        if asym && b.nr == 1 && !capacity_greater(local.capacity, b.capacity) {
             return balanced(self);
         }
         // detach_tasks.
@@ -1683,6 +1769,52 @@ impl Fair {
             }
         }
         moved
+    }
+
+    /// `migrate_misfit` from `src` to `cpu`: `detach_tasks` takes one
+    /// queued task that does not fit `src` (not cache-hot), else
+    /// `need_active_balance` says yes and the running misfit task is
+    /// pushed (`active_load_balance_cpu_fn`, taken by the machine from
+    /// [`SchedClass::take_active_balance`]) when it may run here. A
+    /// failure is not counted in `nr_balance_failed`.
+    fn migrate_misfit(
+        &mut self,
+        cpu: usize,
+        src: usize,
+        now: Ns,
+        idle: bool,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: &Pelt,
+    ) -> Vec<(TaskId, usize)> {
+        let cap = pelt.capacity(src);
+        let running = self.running[src];
+        let (mut candidates, mut stack, mut ents) = std::mem::take(&mut self.scratch);
+        self.tasks_on_into(src, &mut candidates, &mut stack, &mut ents);
+        let take = candidates
+            .iter()
+            .take(SCHED_NR_MIGRATE)
+            .copied()
+            .find(|&t| {
+                let e = self.tasks[t].entity;
+                let hot = now.saturating_sub(self.entities[e].exec_start) < MIGRATION_COST_NS
+                    && self.entities[e].sum_exec > 0;
+                running != Some(t)
+                    && allowed(t, cpu)
+                    && !(hot && self.balance_failed[cpu] <= CACHE_NICE_TRIES)
+                    && !fits_capacity(pelt.avg(t).task_util_est(), cap)
+            })
+            // Never the last task of src while this CPU idles.
+            .filter(|_| !idle || self.h_nr_runnable(src) > 1);
+        self.scratch = (candidates, stack, ents);
+        if let Some(t) = take {
+            self.dequeue(src, t, false, now);
+            self.enqueue(cpu, t, false, now);
+            return vec![(t, src)];
+        }
+        if let Some(t) = running.filter(|&t| allowed(t, cpu)) {
+            self.active_push = Some((t, src, cpu));
+        }
+        Vec::new()
     }
 
     /// A task's weight seen from the root: its share of each level.
@@ -2182,6 +2314,25 @@ impl SchedClass for Fair {
         self.runnable[cpu]
     }
 
+    fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
+        self.active_push.take()
+    }
+
+    /// EEVDF era, asymmetric capacities: [`Fair::misfit_task_load`].
+    fn misfit(
+        &mut self,
+        cpu: usize,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: Option<&Pelt>,
+    ) -> bool {
+        match pelt {
+            Some(p) if self.flavour == Flavour::Eevdf && self.asym_cpucap(p) => {
+                self.misfit_task_load(cpu, allowed, p) > 0
+            }
+            _ => false,
+        }
+    }
+
     fn curr(&self, cpu: usize) -> Option<TaskId> {
         self.running[cpu]
     }
@@ -2361,6 +2512,7 @@ const SCHED_NR_MIGRATE: usize = 32;
 enum GroupType {
     HasSpare,
     FullyBusy,
+    MisfitTask,
     Overloaded,
 }
 
@@ -2376,6 +2528,9 @@ struct SgStats {
     capacity: u64,
     group_type: GroupType,
     avg_load: u64,
+    /// `group_misfit_task_load`: the load of a running task too big for
+    /// this CPU (0: none, or the local group).
+    misfit_load: u64,
 }
 
 impl SgStats {
@@ -2390,6 +2545,9 @@ impl SgStats {
         let (cap, pct) = (self.capacity * 100, LLC_IMBALANCE_PCT);
         if self.nr > 1 && (cap < self.util * pct || cap < self.runnable * pct) {
             return GroupType::Overloaded;
+        }
+        if self.misfit_load > 0 {
+            return GroupType::MisfitTask;
         }
         let has_capacity = self.nr < 1 || (cap >= self.runnable * pct && cap > self.util * pct);
         if has_capacity {
@@ -2743,6 +2901,57 @@ mod tests {
         assert_eq!(wake(&mut f, &p), 2);
         assert!(fits_capacity(356, 446));
         assert!(!fits_capacity(357, 446));
+    }
+
+    #[test]
+    fn sched_balance_rq_moves_a_misfit_task_to_a_bigger_cpu_with_room() {
+        let all = |_: TaskId, _: usize| true;
+        // Task 0 runs on CPU 1 for 300 ms; `queued` more tasks wait there
+        // (task 1 of the same history). CPU 0 idles.
+        let setup = |caps: &[u32], queued: usize| {
+            let mut f = Fair::eevdf(2);
+            let mut p = Pelt::new(4, caps);
+            for t in 0..=queued {
+                f.enqueue(1, t, true, 0);
+                p.run(t, 1, 1024, 0);
+                p.stop(t, 1, 1024, false, 300_000_000);
+            }
+            assert_eq!(f.pick_next(1, 300_000_000), Some(0));
+            let (w, nr, run) = f.fair_rq(1);
+            p.rq_sync(1, 300_000_000, w, nr, run);
+            p.rq_sync(0, 300_000_000, 0, 0, false);
+            (f, p)
+        };
+        // Big CPU 0 idle, little CPU 1 running a task that uses all of
+        // it (util ≈ 446, over 80 % of 446): nothing queued to detach, so
+        // an active balance pushes the running task.
+        let (mut f, p) = setup(&[1024, 446], 0);
+        assert!(f.misfit(1, &all, Some(&p)));
+        assert!(f.balance(0, 300_000_000, false, &all, Some(&p)).is_empty());
+        assert_eq!(f.take_active_balance(), Some((0, 1, 0)));
+        assert_eq!(f.take_active_balance(), None, "taken once");
+        // Not if it may not run there.
+        let only_1 = |_: TaskId, c: usize| c == 1;
+        assert!(!f.misfit(1, &only_1, Some(&p)));
+        assert!(f
+            .balance(0, 300_000_000, false, &only_1, Some(&p))
+            .is_empty());
+        assert_eq!(f.take_active_balance(), None);
+        // A queued misfit task, not cache-hot, is detached instead.
+        let (mut f, p) = setup(&[1024, 446], 1);
+        assert_eq!(
+            f.balance(0, 300_000_000, false, &all, Some(&p)),
+            vec![(1, 1)]
+        );
+        assert_eq!(f.take_active_balance(), None);
+        // Equal capacities: a CPU with one task is left alone.
+        let (mut f, p) = setup(&[1024, 1024], 0);
+        assert!(!f.misfit(1, &all, Some(&p)));
+        assert!(f.balance(0, 300_000_000, false, &all, Some(&p)).is_empty());
+        assert_eq!(f.take_active_balance(), None);
+        // The bigger CPU must be more than ~5 % bigger (capacity_greater).
+        assert!(capacity_greater(1024, 446));
+        assert!(!capacity_greater(1024, 1000));
     }
 
     #[test]

@@ -294,6 +294,24 @@ pub trait SchedClass {
         let _ = (cpu, now, idle, allowed, pelt);
         Vec::new()
     }
+    /// The active balance the last [`SchedClass::balance`] asked for, if
+    /// any: (running task, its CPU, the CPU to push it to) — the
+    /// balancer could not detach a running task and the kernel's stopper
+    /// moves it (`active_load_balance_cpu_fn`). Taken once.
+    fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
+        None
+    }
+    /// Whether the task running on `cpu` is a misfit for it (the nohz
+    /// kick's `check_misfit_status`: a bigger CPU should balance).
+    fn misfit(
+        &mut self,
+        cpu: usize,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: Option<&crate::sched::pelt::Pelt>,
+    ) -> bool {
+        let _ = (cpu, allowed, pelt);
+        false
+    }
 }
 
 /// A boxed model is a model: every hook goes to the box's content, so the
@@ -401,5 +419,16 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
         pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> Vec<(TaskId, usize)> {
         (**self).balance(cpu, now, idle, allowed, pelt)
+    }
+    fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
+        (**self).take_active_balance()
+    }
+    fn misfit(
+        &mut self,
+        cpu: usize,
+        allowed: &dyn Fn(TaskId, usize) -> bool,
+        pelt: Option<&crate::sched::pelt::Pelt>,
+    ) -> bool {
+        (**self).misfit(cpu, allowed, pelt)
     }
 }

@@ -1178,6 +1178,13 @@ impl<K: SchedClass> Machine<K> {
         if self.platform.costs.tick > 0 {
             self.charge_tick(cpu);
         }
+        // entity_tick: curr's PELT averages brought up to now.
+        if let Some(c) = self.k.curr(cpu) {
+            let w = nice_to_weight(self.tasks[c].nice);
+            if let Some(p) = self.pelt.as_mut() {
+                p.tick(c, cpu, w, now);
+            }
+        }
         let resched = self.k.tick(cpu, now);
         self.rq_sync(cpu);
         if resched {
@@ -1198,10 +1205,12 @@ impl<K: SchedClass> Machine<K> {
         }
         // nohz_balancer_kick: a CPU with two or more runnable tasks has a
         // tickless idle CPU balance (`nohz_idle_balance`).
-        // (Only tickless CPUs are looked at: none, no scan.)
-        if self.tickless > 0 && self.k.nr_running(cpu) >= 2 {
+        // On an asymmetric-capacity platform a misfit task running here
+        // kicks too (`check_misfit_status`). (Only tickless CPUs are
+        // looked at: none, no scan.)
+        if self.tickless > 0 && (self.k.nr_running(cpu) >= 2 || self.misfit(cpu)) {
             for c in 0..self.online.len() {
-                if self.k.nr_running(cpu) < 2 {
+                if self.k.nr_running(cpu) < 2 && !self.misfit(cpu) {
                     break;
                 }
                 if c != cpu && self.online[c] && !self.ticking[c] && self.k.curr(c).is_none() {
@@ -1572,7 +1581,55 @@ impl<K: SchedClass> Machine<K> {
         if !newidle && !moved.is_empty() && self.k.curr(cpu).is_none() {
             self.schedule(cpu);
         }
+        if let Some((t, from, to)) = self.k.take_active_balance() {
+            self.active_balance(t, from, to);
+        }
         moved
+    }
+
+    /// Whether the task running on `cpu` is a misfit there
+    /// ([`SchedClass::misfit`]).
+    fn misfit(&mut self, cpu: usize) -> bool {
+        let (tasks, online) = (&self.tasks, &self.online);
+        self.k.misfit(
+            cpu,
+            &|t, c| online[c] && tasks[t].allowed.contains(&c),
+            self.pelt.as_ref(),
+        )
+    }
+
+    /// `active_load_balance_cpu_fn`: the stopper on `from` takes its
+    /// running task `t` off and queues it on `to` (`attach_one_task`),
+    /// which runs it if idle, or weighs it as a wake-up would. XXX: at
+    /// once; the kernel's stopper runs when `from` next schedules, a
+    /// few µs later.
+    fn active_balance(&mut self, t: TaskId, from: usize, to: usize) {
+        if self.k.curr(from) != Some(t) || !self.may_use(t, to) {
+            return;
+        }
+        let now = self.now();
+        self.stop_running(t, from);
+        self.k.dequeue(from, t, false, now);
+        self.leave(from, t);
+        if let Some(p) = self.pelt.as_mut() {
+            p.migrate(t, from, to, nice_to_weight(self.tasks[t].nice), now);
+        }
+        let task = &mut self.tasks[t];
+        task.cpu = to;
+        task.stats.migrations += 1;
+        self.k.enqueue(to, t, false, now);
+        self.rq_sync(from);
+        self.rq_sync(to);
+        self.join(to, t);
+        self.q.after(0, Ev::Schedule(from));
+        match self.k.curr(to) {
+            None => self.q.after(0, Ev::Schedule(to)),
+            Some(_) => {
+                if self.k.check_preempt_wakeup(to, t, now) {
+                    self.q.after(0, Ev::Preempt(to));
+                }
+            }
+        }
     }
 
     fn dispatch(&mut self, t: TaskId, cpu: usize) {
@@ -2073,6 +2130,56 @@ mod tests {
             "nor a list out of order (the slow path then)"
         );
         assert!(!covers_all(&[0, 1, 2], 4));
+    }
+
+    #[test]
+    fn the_tick_brings_the_running_task_s_pelt_up_to_date() {
+        // A hog that never sleeps: only the tick updates its averages
+        // (`entity_tick`); 100 ms of running is util ≈ 1024 · (1 − 2^(−100/32)).
+        let w = parse(
+            r#"{"tasks": {"hog": {"loop": -1, "run": 1000000}}}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(1), w, Fair::eevdf(1)).unwrap();
+        m.run_until(100_000_000);
+        let util = m.task_pelt(0).unwrap().util_avg;
+        assert!((850..=950).contains(&util), "util_avg {util}");
+    }
+
+    #[test]
+    fn a_misfit_hog_on_a_little_cpu_is_pushed_to_an_idle_big_one() {
+        // CPU 0 big (1024), CPU 1 little (446). The hog starts held to
+        // CPU 1; once free, the tick on CPU 1 sees a misfit, kicks the
+        // idle big CPU's balance, and the stopper pushes the hog there.
+        let w = parse(
+            r#"{"tasks": {"hog": {"loop": -1, "run": 1000000}}}"#,
+            "test",
+        )
+        .unwrap();
+        let mut p = Platform::uniform(2);
+        p.capacities = vec![1024, 446];
+        let mut m = Machine::new(p, w, Fair::eevdf(2)).unwrap();
+        m.set_cpuset(0, Some(vec![1])).unwrap();
+        m.run_until(200_000_000);
+        assert_eq!(m.task_cpu(0), 1);
+        m.set_cpuset(0, None).unwrap();
+        m.run_until(220_000_000);
+        assert_eq!(m.task_cpu(0), 0, "pushed to the big CPU");
+        // Moved to CPU 1 by the cpuset (it started on 0), then pushed.
+        assert_eq!(m.task_stats(0).migrations, 2);
+        // Where capacities are equal it stays.
+        let w = parse(
+            r#"{"tasks": {"hog": {"loop": -1, "run": 1000000}}}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(2), w, Fair::eevdf(2)).unwrap();
+        m.set_cpuset(0, Some(vec![1])).unwrap();
+        m.run_until(200_000_000);
+        m.set_cpuset(0, None).unwrap();
+        m.run_until(400_000_000);
+        assert_eq!(m.task_cpu(0), 1);
     }
 
     #[test]

@@ -489,6 +489,13 @@ impl Pelt {
         self.clocks[cpu].busy = true;
     }
 
+    /// The tick's update of task `t` running on `cpu` (`entity_tick`'s
+    /// `update_load_avg` of curr): its averages brought up to now.
+    pub fn tick(&mut self, t: usize, cpu: usize, weight: u64, now: Ns) {
+        let at = self.clock(cpu, now);
+        self.tasks[t].update_se(at, weight, true, true);
+    }
+
     /// Task `t` stops running on `cpu` (`put_prev_entity`, or the dequeue
     /// of one that sleeps — then `util_est_update` — or exits).
     pub fn stop(&mut self, t: usize, cpu: usize, weight: u64, sleeps: bool, now: Ns) {

@@ -12,7 +12,9 @@
 //! the light ones on the little cores, re-plans when a big core goes
 //! offline and again when it returns, and the simulator, given the
 //! guest's own capacities and the same hot-plug, predicts the same
-//! placement.
+//! placement; and, before corral runs, that the kernel moves a hog
+//! released from a little core to an idle big one (misfit migration), as
+//! the simulator does.
 //!
 //! TCG runs every vCPU at the same speed, whatever its capacity says:
 //! what is tested is the kernel's and corral's view of the machine, not
@@ -216,6 +218,7 @@ impl Guest {
             .filter(|&c| kind(&caps, c) == "little")
             .collect();
         self.corral_cpus(&big, &little);
+        self.kernel_misfit(&caps, &big, &little);
 
         let hogs = [self.work("hog1", &["hog"]), self.work("hog2", &["hog"])];
         let lights = [self.work("light1", LIGHT), self.work("light2", LIGHT)];
@@ -378,6 +381,106 @@ impl Guest {
     }
 
     /// `corral cpus --json` tells big from little.
+    /// The kernel alone (no corral): a hog held on a little core for
+    /// 0.5 s, then allowed every CPU, is moved to an idle big core by
+    /// misfit migration (its util_avg, scaled by the little core's
+    /// capacity, passes 80 % of it); the simulator on this guest's
+    /// capacities, given the same hold, moves it too.
+    fn kernel_misfit(&mut self, caps: &[u32], big: &CpuSet, little: &CpuSet) {
+        let name = "the kernel moves a hog released from a little core to an idle big one (misfit), as the simulator does";
+        let Some(held) = little.iter().last() else {
+            self.check(S, name, false, "no little core".into());
+            return;
+        };
+        let pin = |pid: u32, cpus: &[u32]| {
+            let mut set = rustix::thread::CpuSet::new();
+            for &c in cpus {
+                set.set(c as usize);
+            }
+            rustix::thread::sched_setaffinity(rustix::process::Pid::from_raw(pid as i32), &set)
+        };
+        let mut child = match Command::new(&self.exe)
+            .args(["lab", "work", "hog"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                self.check(S, name, false, format!("cannot start a hog: {e}"));
+                return;
+            }
+        };
+        let pid = child.id();
+        let pinned = pin(pid, &[held]).is_ok();
+        std::thread::sleep(Duration::from_millis(500));
+        let before = last_cpu(pid);
+        let all: Vec<u32> = (0..caps.len() as u32).collect();
+        let released = pin(pid, &all).is_ok();
+        let t0 = std::time::Instant::now();
+        let mut now = last_cpu(pid);
+        while t0.elapsed() < Duration::from_secs(3) && !now.is_some_and(|c| big.contains(c)) {
+            std::thread::sleep(Duration::from_millis(20));
+            now = last_cpu(pid);
+        }
+        let took = t0.elapsed();
+        let live = now.is_some_and(|c| big.contains(c));
+        let _ = child.kill();
+        let _ = child.wait();
+        // The same in the simulator: held on that core for 0.2 s of its
+        // work (longer in time: the little core runs it slower), then free.
+        let work = format!(
+            r#"{{"global": {{"duration": 3, "default_policy": "SCHED_OTHER"}},
+  "tasks": {{"hog": {{"loop": 1, "phases": {{
+    "held": {{"loop": 1, "run": 200000, "cpus": [{held}]}},
+    "free": {{"loop": -1, "run": 100000}}}}}}}}}}"#
+        );
+        let sim = self.simulated_utilisation(caps, &work);
+        let sim_big = sim.as_ref().ok().map(|u| {
+            let on_big: f64 = big.iter().map(|c| u[c as usize]).sum();
+            on_big / u.iter().sum::<f64>().max(1e-9)
+        });
+        self.check(
+            S,
+            name,
+            pinned && released && before == Some(held) && live && sim_big.is_some_and(|b| b > 0.5),
+            format!(
+                "live: held on cpu{held} (ran on {before:?}), released, on {now:?} after {:.2} s; simulated: {}",
+                took.as_secs_f64(),
+                match (&sim, sim_big) {
+                    (Ok(u), Some(b)) => format!("utilisation {u:?}, {:.0} % of it on big cores", b * 100.0),
+                    (Err(e), _) => e.clone(),
+                    _ => "no figures".into(),
+                }
+            ),
+        );
+    }
+
+    /// `corral sim --json` of `work` on `caps` without corral: each CPU's
+    /// utilisation.
+    fn simulated_utilisation(&self, caps: &[u32], work: &str) -> Result<Vec<f64>, String> {
+        let file = "/tmp/corral-misfit.json";
+        std::fs::write(file, work).map_err(|e| format!("{file}: {e}"))?;
+        let list: Vec<String> = caps.iter().map(u32::to_string).collect();
+        let out = Command::new(&self.exe)
+            .args(["sim", file, "--json", "--capacities", &list.join(",")])
+            .output()
+            .map_err(|e| format!("corral sim: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "corral sim: {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("corral sim --json: {e}"))?;
+        v["cpu_utilisation"]
+            .as_array()
+            .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
+            .ok_or_else(|| "corral sim --json: no cpu_utilisation".into())
+    }
+
     fn corral_cpus(&mut self, big: &CpuSet, little: &CpuSet) {
         let out = Command::new(&self.exe).args(["cpus", "--json"]).output();
         let v: Option<serde_json::Value> = out

@@ -255,18 +255,17 @@ impl<F: SchedClass> SchedClass for Classes<F> {
     }
 
     fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
-        // Only while the fair task still runs there (no RT task above).
-        self.fair
-            .take_active_balance()
-            .filter(|&(_, from, _)| self.rt.curr(from).is_none())
+        self.fair.take_active_balance()
     }
 
-    fn misfit(
+    /// The fair task's, while no RT task runs above it.
+    fn update_misfit_status(
         &mut self,
         cpu: usize,
         allowed: &dyn Fn(TaskId, usize) -> bool,
         pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> bool {
-        self.rt.curr(cpu).is_none() && self.fair.misfit(cpu, allowed, pelt)
+        let misfit = self.fair.update_misfit_status(cpu, allowed, pelt);
+        misfit && self.rt.curr(cpu).is_none()
     }
 }

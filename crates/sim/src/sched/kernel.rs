@@ -301,9 +301,10 @@ pub trait SchedClass {
     fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
         None
     }
-    /// Whether the task running on `cpu` is a misfit for it (the nohz
-    /// kick's `check_misfit_status`: a bigger CPU should balance).
-    fn misfit(
+    /// `update_misfit_status` of the task running on `cpu`, at each tick
+    /// and pick: whether it is a misfit there (a bigger CPU should take
+    /// it; the nohz kick's `check_misfit_status`), kept for the balancer.
+    fn update_misfit_status(
         &mut self,
         cpu: usize,
         allowed: &dyn Fn(TaskId, usize) -> bool,
@@ -423,12 +424,12 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
         (**self).take_active_balance()
     }
-    fn misfit(
+    fn update_misfit_status(
         &mut self,
         cpu: usize,
         allowed: &dyn Fn(TaskId, usize) -> bool,
         pelt: Option<&crate::sched::pelt::Pelt>,
     ) -> bool {
-        (**self).misfit(cpu, allowed, pelt)
+        (**self).update_misfit_status(cpu, allowed, pelt)
     }
 }

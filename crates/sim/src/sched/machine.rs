@@ -2160,16 +2160,23 @@ mod tests {
         assert!(!covers_all(&[0, 1, 2], 4));
     }
 
-    #[test]
-    fn the_tick_brings_the_running_task_s_pelt_up_to_date() {
-        // A hog that never sleeps: only the tick updates its averages
-        // (`entity_tick`); 100 ms of running is util ≈ 1024 · (1 − 2^(−100/32)).
+    /// One hog that never sleeps, on `caps`, under the class `k`.
+    fn hog_on<K: SchedClass>(caps: &[u32], k: K) -> Machine<K> {
         let w = parse(
             r#"{"tasks": {"hog": {"loop": -1, "run": 1000000}}}"#,
             "test",
         )
         .unwrap();
-        let mut m = Machine::new(Platform::uniform(1), w, Fair::eevdf(1)).unwrap();
+        let mut p = Platform::uniform(caps.len());
+        p.capacities = caps.to_vec();
+        Machine::new(p, w, k).unwrap()
+    }
+
+    #[test]
+    fn the_tick_brings_the_running_task_s_pelt_up_to_date() {
+        // A hog that never sleeps: only the tick updates its averages
+        // (`entity_tick`); 100 ms of running is util ≈ 1024 · (1 − 2^(−100/32)).
+        let mut m = hog_on(&[1024], Fair::eevdf(1));
         m.run_until(100_000_000);
         let util = m.task_pelt(0).unwrap().util_avg;
         assert!((850..=950).contains(&util), "util_avg {util}");
@@ -2180,53 +2187,30 @@ mod tests {
         // CPU 0 big (1024), CPU 1 little (446). The hog starts held to
         // CPU 1; once free, the tick on CPU 1 sees a misfit, kicks the
         // idle big CPU's balance, and the stopper pushes the hog there.
-        let w = parse(
-            r#"{"tasks": {"hog": {"loop": -1, "run": 1000000}}}"#,
-            "test",
-        )
-        .unwrap();
-        let mut p = Platform::uniform(2);
-        p.capacities = vec![1024, 446];
-        let mut m = Machine::new(p, w, Fair::eevdf(2)).unwrap();
-        m.set_cpuset(0, Some(vec![1])).unwrap();
-        m.run_until(200_000_000);
-        assert_eq!(m.task_cpu(0), 1);
-        m.set_cpuset(0, None).unwrap();
-        m.run_until(220_000_000);
+        // The same through the class stack `corral sim` runs (RT above
+        // fair).
+        fn held_then_free<K: SchedClass>(mut m: Machine<K>) -> Machine<K> {
+            m.set_cpuset(0, Some(vec![1])).unwrap();
+            m.run_until(200_000_000);
+            assert_eq!(m.task_cpu(0), 1);
+            m.set_cpuset(0, None).unwrap();
+            m.run_until(220_000_000);
+            m
+        }
+        let m = held_then_free(hog_on(&[1024, 446], Fair::eevdf(2)));
         assert_eq!(m.task_cpu(0), 0, "pushed to the big CPU");
         // Moved to CPU 1 by the cpuset (it started on 0), then pushed.
         assert_eq!(m.task_stats(0).migrations, 2);
-        // The same through the class stack `corral sim` runs (RT above
-        // fair).
-        let w = parse(
-            r#"{"tasks": {"hog": {"loop": -1, "run": 1000000}}}"#,
-            "test",
-        )
-        .unwrap();
-        let mut p = Platform::uniform(2);
-        p.capacities = vec![1024, 446];
         let k = crate::sched::classes::Classes::new(
             2,
             Fair::eevdf(2),
             crate::sched::rt::RtBandwidth::fair_server(),
             250,
         );
-        let mut m = Machine::new(p, w, k).unwrap();
-        m.set_cpuset(0, Some(vec![1])).unwrap();
-        m.run_until(200_000_000);
-        m.set_cpuset(0, None).unwrap();
-        m.run_until(220_000_000);
+        let m = held_then_free(hog_on(&[1024, 446], k));
         assert_eq!(m.task_cpu(0), 0, "pushed to the big CPU (class stack)");
         // Where capacities are equal it stays.
-        let w = parse(
-            r#"{"tasks": {"hog": {"loop": -1, "run": 1000000}}}"#,
-            "test",
-        )
-        .unwrap();
-        let mut m = Machine::new(Platform::uniform(2), w, Fair::eevdf(2)).unwrap();
-        m.set_cpuset(0, Some(vec![1])).unwrap();
-        m.run_until(200_000_000);
-        m.set_cpuset(0, None).unwrap();
+        let mut m = held_then_free(hog_on(&[1024, 1024], Fair::eevdf(2)));
         m.run_until(400_000_000);
         assert_eq!(m.task_cpu(0), 1);
     }

@@ -184,18 +184,7 @@ fn start_workload(
                 "100000000",
             ],
         )?,
-        spawn(
-            groups,
-            &[
-                "periodic",
-                "--period-ms",
-                "250",
-                "--run-ms",
-                "5",
-                "--periods",
-                "100000000",
-            ],
-        )?,
+        spawn(groups, crate::vmguest::LIGHT)?,
     ];
     let own = spawn(
         groups,

@@ -198,29 +198,36 @@ pub(crate) const LIGHT: &[&str] = &[
 /// The hot-plug scenario's name in its checks.
 const HOTPLUG: &str = "hot-plug";
 
+/// `sched_setaffinity` of thread `tid` to `cpus`; whether it took.
+pub(crate) fn set_affinity(tid: u32, cpus: &[u32]) -> bool {
+    let mut set = rustix::thread::CpuSet::new();
+    for &c in cpus {
+        set.set(c as usize);
+    }
+    rustix::thread::sched_setaffinity(rustix::process::Pid::from_raw(tid as i32), &set).is_ok()
+}
+
+/// The CPU thread `pid` last ran on (`/proc/PID/stat` field 39).
+pub(crate) fn last_cpu(pid: u32) -> Option<u32> {
+    read(&format!("/proc/{pid}/stat")).and_then(|t| {
+        t.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(36)?
+            .parse()
+            .ok()
+    })
+}
+
 /// Puts the hog on CPU 3, the first to go: the planner keeps a heavy
 /// thread's dedicated core where it runs, so the hot-plug takes the
 /// dedicated core away. Its affinity is then all CPUs again; nothing else
 /// makes it leave CPU 3.
 fn pin_to_cpu3_and_release(hog: u32) {
-    let pin = |cpus: &[usize]| {
-        let mut set = rustix::thread::CpuSet::new();
-        for &c in cpus {
-            set.set(c);
-        }
-        rustix::thread::sched_setaffinity(rustix::process::Pid::from_raw(hog as i32), &set)
-    };
-    let pinned = pin(&[3]).is_ok();
+    let pinned = set_affinity(hog, &[3]);
     std::thread::sleep(Duration::from_millis(200));
-    let _ = pin(&[0, 1, 2, 3]);
-    let cpu_now = read(&format!("/proc/{hog}/stat")).and_then(|t| {
-        t.rsplit(')')
-            .next()?
-            .split_whitespace()
-            .nth(36)?
-            .parse::<u32>()
-            .ok()
-    });
+    let _ = set_affinity(hog, &[0, 1, 2, 3]);
+    let cpu_now = last_cpu(hog);
     eprintln!("hot-plug: hog {hog} pinned to CPU 3 and released ({pinned}); runs on {cpu_now:?}");
 }
 

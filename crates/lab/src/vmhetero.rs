@@ -21,7 +21,8 @@
 //! wall-clock speed. The report says so in its notes.
 
 use crate::vmguest::{
-    cgroup_of, online, placed, read, set_online, Guest, CGROUP, CPU_DIR, LIGHT, SETTLE,
+    cgroup_of, last_cpu, online, placed, read, set_affinity, set_online, Guest, CGROUP, CPU_DIR,
+    LIGHT, SETTLE,
 };
 use corral_core::cpuset::CpuSet;
 use corral_core::plan::GroupKind;
@@ -71,18 +72,6 @@ fn kind(caps: &[u32], cpu: u32) -> &'static str {
     } else {
         "little"
     }
-}
-
-/// The CPU a thread last ran on (`/proc/PID/stat`'s `processor`).
-fn last_cpu(pid: u32) -> Option<u32> {
-    read(&format!("/proc/{pid}/stat")).and_then(|t| {
-        t.rsplit(')')
-            .next()?
-            .split_whitespace()
-            .nth(36)?
-            .parse()
-            .ok()
-    })
 }
 
 /// A placement in terms of core types, which the live daemon and the
@@ -145,25 +134,11 @@ impl Guest {
     /// hot-plug events `hotplug` (`corral sim --hotplug`) when set: the
     /// placement at the end of 8 s, or why there is none.
     fn simulated(&self, caps: &[u32], hotplug: Option<&str>) -> Result<(Shape, String), String> {
-        let file = "/tmp/corral-biglittle.json";
-        std::fs::write(file, WORKLOAD).map_err(|e| format!("{file}: {e}"))?;
-        let list: Vec<String> = caps.iter().map(u32::to_string).collect();
-        let mut cmd = Command::new(&self.exe);
-        cmd.args(["sim", file, "--policy", "corral", "--json"])
-            .args(["--capacities", &list.join(",")]);
+        let mut args = vec!["--policy", "corral"];
         if let Some(h) = hotplug {
-            cmd.args(["--hotplug", h]);
+            args.extend(["--hotplug", h]);
         }
-        let out = cmd.output().map_err(|e| format!("corral sim: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "corral sim: {}: {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let v: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("corral sim --json: {e}"))?;
+        let v = self.sim_json("/tmp/corral-biglittle.json", WORKLOAD, caps, &args)?;
         let p = &v["policy"];
         let cpus_of = |task: &str| -> CpuSet {
             p["groups"][task]
@@ -391,13 +366,6 @@ impl Guest {
             self.check(S, name, false, "no little core".into());
             return;
         };
-        let pin = |pid: u32, cpus: &[u32]| {
-            let mut set = rustix::thread::CpuSet::new();
-            for &c in cpus {
-                set.set(c as usize);
-            }
-            rustix::thread::sched_setaffinity(rustix::process::Pid::from_raw(pid as i32), &set)
-        };
         let mut child = match Command::new(&self.exe)
             .args(["lab", "work", "hog"])
             .stdin(std::process::Stdio::null())
@@ -411,11 +379,11 @@ impl Guest {
             }
         };
         let pid = child.id();
-        let pinned = pin(pid, &[held]).is_ok();
+        let pinned = set_affinity(pid, &[held]);
         std::thread::sleep(Duration::from_millis(500));
         let before = last_cpu(pid);
         let all: Vec<u32> = (0..caps.len() as u32).collect();
-        let released = pin(pid, &all).is_ok();
+        let released = set_affinity(pid, &all);
         let t0 = std::time::Instant::now();
         let mut now = last_cpu(pid);
         while t0.elapsed() < Duration::from_secs(3) && !now.is_some_and(|c| big.contains(c)) {
@@ -455,14 +423,20 @@ impl Guest {
         );
     }
 
-    /// `corral sim --json` of `work` on `caps` without corral: each CPU's
-    /// utilisation.
-    fn simulated_utilisation(&self, caps: &[u32], work: &str) -> Result<Vec<f64>, String> {
-        let file = "/tmp/corral-misfit.json";
+    /// `corral sim --json` of the workload `work` (written to `file`) on
+    /// `caps`, with `args` besides: its summary.
+    fn sim_json(
+        &self,
+        file: &str,
+        work: &str,
+        caps: &[u32],
+        args: &[&str],
+    ) -> Result<serde_json::Value, String> {
         std::fs::write(file, work).map_err(|e| format!("{file}: {e}"))?;
         let list: Vec<String> = caps.iter().map(u32::to_string).collect();
         let out = Command::new(&self.exe)
             .args(["sim", file, "--json", "--capacities", &list.join(",")])
+            .args(args)
             .output()
             .map_err(|e| format!("corral sim: {e}"))?;
         if !out.status.success() {
@@ -472,8 +446,13 @@ impl Guest {
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
-        let v: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("corral sim --json: {e}"))?;
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("corral sim --json: {e}"))
+    }
+
+    /// `corral sim --json` of `work` on `caps` without corral: each CPU's
+    /// utilisation.
+    fn simulated_utilisation(&self, caps: &[u32], work: &str) -> Result<Vec<f64>, String> {
+        let v = self.sim_json("/tmp/corral-misfit.json", work, caps, &[])?;
         v["cpu_utilisation"]
             .as_array()
             .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())

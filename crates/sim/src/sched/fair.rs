@@ -2936,7 +2936,8 @@ mod tests {
         // CPU 2 (prev, first in the order).
         let (mut f, p) = setup(&[0, 1], 80);
         assert_eq!(wake(&mut f, &p), 2);
-        // 2 ms of running: util ≈ 45, it fits the little CPU it left.
+        // 2 ms of running: util 0 (the little CPU's PELT clock ran 0.9 ms, under
+        // a period); it fits the little CPU it left.
         let (mut f, p) = setup(&[], 2);
         assert!(p.avg(9).task_util_est() < 356);
         assert_eq!(wake(&mut f, &p), 2);
@@ -2974,8 +2975,7 @@ mod tests {
         // Big CPU 0 idle, little CPU 1 running a task that does not fit
         // it (over 80 % of 446): nothing queued to detach, so an active
         // balance pushes the running task.
-        // util_avg 955: a fully busy little CPU's clock runs slower, and
-        // the task's util counts the time it ran there (PELT's invariance).
+        // (util_avg 955 after its 300 ms there.)
         let (mut f, p) = setup(&[1024, 446], 0);
         assert!(f.update_misfit_status(1, &all, Some(&p)));
         assert!(f.balance(0, 300_000_000, false, &all, Some(&p)).is_empty());

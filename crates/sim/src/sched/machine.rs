@@ -895,8 +895,14 @@ impl<K: SchedClass> Machine<K> {
 
     /// Puts runnable task `t`, just taken off `from`, on a CPU it may use.
     fn requeue_elsewhere(&mut self, t: TaskId, from: usize) {
-        let now = self.now();
         let cpu = self.select_cpu(t, from, None);
+        self.requeue_on(t, from, cpu);
+    }
+
+    /// Puts runnable task `t`, just taken off `from`, on `cpu`: it runs
+    /// there if the CPU idles, else it is weighed as a wake-up would be.
+    fn requeue_on(&mut self, t: TaskId, from: usize, cpu: usize) {
+        let now = self.now();
         let task = &mut self.tasks[t];
         task.cpu = cpu;
         task.stats.migrations += 1;
@@ -1637,25 +1643,8 @@ impl<K: SchedClass> Machine<K> {
         self.stop_running(t, from);
         self.k.dequeue(from, t, false, now);
         self.leave(from, t);
-        if let Some(p) = self.pelt.as_mut() {
-            p.migrate(t, from, to, nice_to_weight(self.tasks[t].nice), now);
-        }
-        let task = &mut self.tasks[t];
-        task.cpu = to;
-        task.stats.migrations += 1;
-        self.k.enqueue(to, t, false, now);
-        self.rq_sync(from);
-        self.rq_sync(to);
-        self.join(to, t);
         self.q.after(0, Ev::Schedule(from));
-        match self.k.curr(to) {
-            None => self.q.after(0, Ev::Schedule(to)),
-            Some(_) => {
-                if self.k.check_preempt_wakeup(to, t, now) {
-                    self.q.after(0, Ev::Preempt(to));
-                }
-            }
-        }
+        self.requeue_on(t, from, to);
     }
 
     fn dispatch(&mut self, t: TaskId, cpu: usize) {

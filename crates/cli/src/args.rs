@@ -168,6 +168,18 @@ pub enum Command {
     /// shares, CFS bandwidth, pair-wise load balancing, the RT class above,
     /// CPU capacities and hot-plug.
     Sim(SimArgs),
+    /// Record a workload's scheduler events and write them as a workload
+    /// the simulator replays.
+    ///
+    /// Records, through a tracefs instance of corral's own, every thread of
+    /// the command (or of --scope-pid's processes) and every thread they
+    /// start: CPU bursts, sleeps, who wakes whom, forks and exits. The
+    /// file is rt-app JSON with two extension events (corral_wake,
+    /// corral_block) that keep each wake-up tied to its waker, and the
+    /// live figures of each thread for comparison: `corral sim FILE`
+    /// replays it and prints the simulated figures beside the recorded
+    /// ones, `--policy corral` predicts corral's effect. Needs root.
+    Record(RecordArgs),
 }
 
 #[derive(Debug, Args)]
@@ -449,6 +461,44 @@ pub struct ExecArgs {
     pub force: bool,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Where to write the recording.
+    #[arg(
+        short,
+        long,
+        value_name = "FILE",
+        default_value = "corral-recording.json"
+    )]
+    pub output: PathBuf,
+    /// Stop after S seconds [default: when the command exits; 10 with
+    /// --scope-pid].
+    #[arg(long, value_name = "S")]
+    pub seconds: Option<f64>,
+    /// Record this running process, its threads and everything it starts
+    /// (repeatable).
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pub scope_pid: Vec<u32>,
+    /// Convert a text trace instead of recording: the kernel's trace_pipe,
+    /// `trace-cmd report` or `perf script` output of the sched events
+    /// (every task in it, or --scope-pid's trees).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["seconds", "command"])]
+    pub from: Option<PathBuf>,
+    /// Write only what rt-app itself runs: each wake-up by another thread
+    /// becomes a sleep as long as the live one.
+    #[arg(long)]
+    pub rtapp: bool,
+    /// Also keep the trace's text in FILE (what --from reads).
+    #[arg(long, value_name = "FILE", conflicts_with = "from")]
+    pub raw: Option<PathBuf>,
+    /// Trace buffer per CPU, KiB.
+    #[arg(long, value_name = "KIB", default_value_t = 8192)]
+    pub buffer_kb: u32,
+    /// The command to run and record.
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
 }
 

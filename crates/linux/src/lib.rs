@@ -32,6 +32,7 @@ pub mod sched;
 pub mod state;
 pub mod sysfs;
 pub mod system;
+pub mod tracefs;
 pub mod units;
 
 pub use error::{Error, Result};

@@ -5,6 +5,7 @@ mod cpus;
 mod docs;
 mod exec;
 mod lab;
+mod record;
 mod run;
 mod sim;
 mod status;
@@ -31,6 +32,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(ConfigCommand::Default) => config::default(),
         Command::Config(ConfigCommand::Check { file }) => config::check(&file),
         Command::Sim(args) => sim::run(&args),
+        Command::Record(args) => record::run(&paths, &args),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(&dir),
         Command::Lab(LabCommand::Parallel(args)) => lab::parallel(&paths, &args),

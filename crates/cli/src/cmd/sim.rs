@@ -108,12 +108,25 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let work = rtapp::parse(&text, &path.display().to_string())?;
+    // A recording (`corral record`) carries its live figures.
+    let recorded = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|mut v| v.get_mut("corral_recording").map(serde_json::Value::take));
     let spec = platform_of(args)?;
     let kernel = args
         .kernel
         .or(spec.kernel)
         .unwrap_or(Model::Fair(Flavour::Eevdf));
-    let secs = args.duration.or(work.duration_s).unwrap_or(10.0);
+    // A recording runs until its threads end: room for 4 times its length.
+    let rec_secs = recorded
+        .as_ref()
+        .and_then(|r| r["seconds"].as_f64())
+        .map(|s| (4.0 * s).max(1.0));
+    let secs = args
+        .duration
+        .or(work.duration_s)
+        .or(rec_secs)
+        .unwrap_or(10.0);
     anyhow::ensure!(
         secs > 0.0 && secs <= 1e6,
         "--duration must be above 0 and at most 1e6 s"
@@ -173,7 +186,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         let t0 = Instant::now();
         m.run_until(end);
         let wall = t0.elapsed().as_secs_f64();
-        return finish(&m, args, secs, window, wall, None);
+        return finish(&m, args, secs, window, wall, None, recorded.as_ref());
     };
     let mut m = platform::build(work, &spec, flavour)?;
     if recording {
@@ -198,11 +211,12 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
             window,
             wall,
             Some(&report),
+            recorded.as_ref(),
         );
     }
     m.run_until(end);
     let wall = t0.elapsed().as_secs_f64();
-    finish(&m, args, secs, window, wall, None)
+    finish(&m, args, secs, window, wall, None, recorded.as_ref())
 }
 
 /// Writes the outputs asked for and prints the summary.
@@ -213,6 +227,7 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
     window: Option<(u64, u64)>,
     wall: f64,
     report: Option<&PolicyReport>,
+    recorded: Option<&serde_json::Value>,
 ) -> anyhow::Result<ExitCode> {
     let s = summarise(m);
     if let Some(f) = &args.trace {
@@ -252,10 +267,16 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
         if let Some(r) = report {
             v["policy"] = policy_json(r);
         }
+        if let Some(r) = recorded {
+            v["recorded"] = r.clone();
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    print_summary(&s, wall);
+    match recorded {
+        Some(r) => print_against_recording(&s, r, wall),
+        None => print_summary(&s, wall),
+    }
     let w = m.work();
     if w.picks > 0 {
         println!(
@@ -383,6 +404,108 @@ fn print_summary(s: &Summary, wall: f64) {
             .collect();
         println!("Sharing a CPU (most): {}", top.join(", "));
     }
+}
+
+/// A recording's replay: the threads that used the most CPU live, each
+/// recorded figure beside the simulated one, and the whole run's.
+fn print_against_recording(s: &Summary, rec: &serde_json::Value, wall: f64) {
+    const SHOWN: usize = 20;
+    println!(
+        "{} on {} CPUs, {:.1} s simulated in {:.3} s ({} events)",
+        s.kernel, s.cpus, s.simulated_s, wall, s.events
+    );
+    let empty = serde_json::Map::new();
+    let threads = rec["threads"].as_object().unwrap_or(&empty);
+    println!(
+        "Replaying {} ({:.2} s, {} threads, {} events lost)",
+        rec["about"].as_str().unwrap_or("a recording"),
+        rec["seconds"].as_f64().unwrap_or(0.0),
+        threads.len(),
+        rec["lost_events"].as_u64().unwrap_or(0)
+    );
+    let mut rows: Vec<_> = threads.iter().collect();
+    rows.sort_by(|a, b| {
+        b.1["cpu_ms"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&a.1["cpu_ms"].as_f64().unwrap_or(0.0))
+    });
+    let mut t = Table::new(&[
+        "THREAD (live / simulated)",
+        "CPU (ms)",
+        "WAKEUPS",
+        "LAT P50 (us)",
+        "P99 (us)",
+        "MIGR",
+        "EXIT (s)",
+    ]);
+    let pair = |a: String, b: String| format!("{a} / {b}");
+    for (name, live) in rows.iter().take(SHOWN) {
+        let Some(sim) = s.tasks.iter().find(|t| &t.name == *name) else {
+            continue;
+        };
+        let f = |k: &str| live[k].as_f64().unwrap_or(0.0);
+        t.row(vec![
+            (*name).clone(),
+            pair(
+                format!("{:.1}", f("cpu_ms")),
+                format!("{:.1}", sim.cpu_s * 1e3),
+            ),
+            pair(format!("{:.0}", f("wakeups")), sim.wakeups.to_string()),
+            pair(
+                format!("{:.0}", f("latency_p50_us")),
+                format!("{:.0}", sim.latency_p50_us),
+            ),
+            pair(
+                format!("{:.0}", f("latency_p99_us")),
+                format!("{:.0}", sim.latency_p99_us),
+            ),
+            pair(
+                format!("{:.0}", f("migrations")),
+                sim.migrations.to_string(),
+            ),
+            pair(
+                live["exited_s"]
+                    .as_f64()
+                    .map_or("-".into(), |e| format!("{e:.3}")),
+                sim.exited_s.map_or("-".into(), |e| format!("{e:.3}")),
+            ),
+        ]);
+    }
+    print!("{}", t.render());
+    if rows.len() > SHOWN {
+        println!(
+            "({} more threads: --json lists every one)",
+            rows.len() - SHOWN
+        );
+    }
+    let live_cpu: f64 = threads
+        .values()
+        .map(|v| v["cpu_ms"].as_f64().unwrap_or(0.0))
+        .sum();
+    let sim_cpu: f64 = s.tasks.iter().map(|t| t.cpu_s * 1e3).sum();
+    let live_end = threads
+        .values()
+        .filter_map(|v| v["exited_s"].as_f64())
+        .fold(0.0, f64::max);
+    let sim_end = s
+        .tasks
+        .iter()
+        .filter_map(|t| t.exited_s)
+        .fold(0.0, f64::max);
+    let running = s.tasks.iter().filter(|t| t.exited_s.is_none()).count();
+    println!(
+        "Whole: CPU {:.2} s live, {:.2} s simulated; last exit {:.3} s live, {:.3} s simulated{}",
+        live_cpu / 1e3,
+        sim_cpu / 1e3,
+        live_end,
+        sim_end,
+        if running > 0 {
+            format!(" ({running} threads had not ended when the simulation stopped)")
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// Runs `work` for `secs` on `cpus` uniform CPUs; (events, wall seconds).

@@ -3,6 +3,8 @@
 //! kernel model, HZ, CPUs and capacities, hot-plug, groups). Anything not
 //! modelled is refused naming the file, line and key.
 
+pub mod ftrace;
 pub mod json;
 pub mod platform;
+pub mod recording;
 pub mod rtapp;

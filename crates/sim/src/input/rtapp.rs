@@ -15,6 +15,16 @@
 //! `wait`/`signal`/`broad`/`sync`, `barrier`, `yield`, `cpus`, `priority`
 //! (nice for fair policies), `policy` (SCHED_OTHER / IDLE / BATCH / FIFO /
 //! RR), `taskgroup`, and `global` `duration` and `default_policy`.
+//!
+//! One extension, for recordings of live runs (`corral record`), which
+//! rt-app cannot express without losing wake-ups: `corral_wake` and
+//! `corral_block`, a counting semaphore named by a string. `"corral_wake":
+//! "T"` posts one wake-up to `T` (waking a thread blocked on it, else
+//! kept); `"corral_block": "T"` takes one, blocking until there is one.
+//! rt-app's `resume` is a condition variable's broadcast, lost when nobody
+//! waits, so a recorded thread whose waker ran first in a replay would wait
+//! for ever. rt-app refuses these keys; `corral record --rtapp` writes a
+//! file without them.
 //! `global` keys that only steer rt-app's own logging and set-up
 //! (`calibration`, `logdir`, `log_basename`, `log_size`, `ftrace`,
 //! `gnuplot`, `lock_pages`, `frag`, `io_device`, `mem_buffer_size`,
@@ -70,6 +80,10 @@ pub enum Event {
     Resume(Name),
     Barrier(Name),
     Yield,
+    /// corral's extension: post one wake-up to a semaphore.
+    Wake(Name),
+    /// corral's extension: take one wake-up from a semaphore, waiting for it.
+    Block(Name),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -148,8 +162,22 @@ const GLOBAL_NO_OPS: &[&str] = &[
 
 /// Event keys, longest prefix first (`runtime` before `run`).
 const EVENT_PREFIXES: &[&str] = &[
-    "runtime", "run", "sleep", "timer", "suspend", "resume", "lock", "unlock", "wait", "signal",
-    "broad", "sync", "barrier", "yield",
+    "runtime",
+    "run",
+    "sleep",
+    "timer",
+    "suspend",
+    "resume",
+    "lock",
+    "unlock",
+    "wait",
+    "signal",
+    "broad",
+    "sync",
+    "barrier",
+    "yield",
+    "corral_wake",
+    "corral_block",
 ];
 
 /// Keys of a task object that are not events.
@@ -331,6 +359,8 @@ impl Ctx<'_> {
                 }
             }
             "yield" => Event::Yield,
+            "corral_wake" => Event::Wake(self.string(v, key)?.into()),
+            "corral_block" => Event::Block(self.string(v, key)?.into()),
             _ => unreachable!("every prefix is handled"),
         }))
     }
@@ -514,6 +544,8 @@ pub fn parse(text: &str, file: &str) -> Result<Workload, Error> {
         match k.as_str() {
             "tasks" => tasks_value = Some(v),
             "global" => ctx.global(v, &mut workload)?,
+            // A recording's live figures (`corral record`), for comparison.
+            "corral_recording" => {}
             _ => {
                 return Err(ctx.err(
                     v,

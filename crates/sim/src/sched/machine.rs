@@ -302,6 +302,8 @@ pub struct Machine<K: SchedClass> {
     mutexes: Vec<Mutex>,
     conds: Vec<VecDeque<(TaskId, u32)>>,
     suspended: Vec<Vec<TaskId>>,
+    /// Wake-ups posted to each semaphore (`corral_wake`) not yet taken.
+    tokens: Vec<u32>,
     barriers: Vec<(usize, Vec<TaskId>)>,
     /// Ticks seen per CPU (for the balancing interval).
     ticks: Vec<u64>,
@@ -448,6 +450,8 @@ fn resource_ids(work: &Workload) -> (Vec<Vec<Vec<(u32, u32)>>>, FastMap<Name, u3
                             | Event::Broad(name)
                             | Event::Suspend(name)
                             | Event::Resume(name)
+                            | Event::Wake(name)
+                            | Event::Block(name)
                             | Event::Barrier(name) => (id_of(name), 0),
                             Event::Wait { cond, mutex } | Event::Sync { cond, mutex } => {
                                 (id_of(cond), id_of(mutex))
@@ -629,6 +633,7 @@ impl<K: SchedClass> Machine<K> {
             mutexes: (0..nnames).map(|_| Mutex::default()).collect(),
             conds: vec![VecDeque::new(); nnames],
             suspended: vec![Vec::new(); nnames],
+            tokens: vec![0; nnames],
             barriers,
             ticks: vec![0; ncpus],
             ticking: vec![true; ncpus],
@@ -1966,6 +1971,19 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
+    /// corral's `corral_wake`: one wake-up posted to semaphore `id` wakes
+    /// the first thread blocked on it, or is kept for the next
+    /// `corral_block` (unlike `resume`, never lost).
+    fn post(&mut self, id: u32) {
+        let waiters = &mut self.suspended[id as usize];
+        if waiters.is_empty() {
+            self.tokens[id as usize] += 1;
+        } else {
+            let w = waiters.remove(0);
+            self.wake(w);
+        }
+    }
+
     /// rt-app's `barrier`: `t` arrives at barrier `id`; the last to arrive
     /// wakes the others and goes on (true), the others wait (false).
     fn barrier(&mut self, t: TaskId, id: u32) -> bool {
@@ -2041,6 +2059,15 @@ impl<K: SchedClass> Machine<K> {
                     return self.block(t, false);
                 }
                 Event::Resume(_) => self.resume(id),
+                Event::Wake(_) => self.post(id),
+                Event::Block(_) => {
+                    if self.tokens[id as usize] > 0 {
+                        self.tokens[id as usize] -= 1;
+                    } else {
+                        self.suspended[id as usize].push(t);
+                        return self.block(t, false);
+                    }
+                }
                 Event::Lock(_) => {
                     if !self.lock(t, id) {
                         return self.block(t, false);
@@ -2202,6 +2229,39 @@ mod tests {
         let mut m = held_then_free(hog_on(&[1024, 1024], Fair::eevdf(2)));
         m.run_until(400_000_000);
         assert_eq!(m.task_cpu(0), 1);
+    }
+
+    #[test]
+    fn a_corral_wake_posted_before_the_block_is_kept_not_lost() {
+        // "a" wakes "b" after 1 ms of CPU; "b" blocks after 2 ms, so on
+        // 2 CPUs the wake-up comes first: kept, "b" goes on at once and
+        // ends. rt-app's resume/suspend would lose it and hang "b".
+        let json = |wake, block| {
+            format!(
+                r#"{{"tasks": {{
+                "a": {{"loop": 1, "run": 1000, "{wake}": "b", "run1": 1000}},
+                "b": {{"loop": 1, "run": 2000, "{block}": "b", "run1": 500}}
+            }}}}"#
+            )
+        };
+        let s = run(&json("corral_wake", "corral_block"), 2, 0.1);
+        assert_eq!(s[1].cpu_ns, 2_500_000, "b ran to its end");
+        assert!(s[1].exited_at.is_some());
+        let s = run(&json("resume", "suspend"), 2, 0.1);
+        assert_eq!(s[1].cpu_ns, 2_000_000, "a resume nobody waits for is lost");
+        assert!(s[1].exited_at.is_none());
+        // Blocked first: woken by the post, after it. b blocks at 2 ms,
+        // a posts at 4 ms (3 ms of CPU before it).
+        let s = run(
+            r#"{"tasks": {
+                "a": {"loop": 1, "run": 3000, "corral_wake": "b"},
+                "b": {"loop": 1, "run": 2000, "corral_block": "b", "run1": 500}
+            }}"#,
+            2,
+            0.1,
+        );
+        assert_eq!(s[1].wakeups, 2, "its start and the post");
+        assert!(s[1].exited_at.unwrap() >= 3_500_000, "{:?}", s[1].exited_at);
     }
 
     #[test]

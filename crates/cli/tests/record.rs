@@ -1,0 +1,218 @@
+//! `corral record` as a user runs it: a command recorded through tracefs,
+//! the file replayed by `corral sim`, a killed recorder's instance cleaned
+//! up by the next one, and bad input refused.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn corral() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_corral"))
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn root(test: &str) -> bool {
+    let ok = rustix::process::geteuid().is_root();
+    if !ok {
+        eprintln!("SKIP {test}: needs root (tracefs)");
+    }
+    ok
+}
+
+#[test]
+fn privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code() {
+    if !root("privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.json");
+    // A frame loop (100 periods of 10 ms, 2 ms of CPU each) and a child
+    // process; the shell's status is 3.
+    let exe = env!("CARGO_BIN_EXE_corral");
+    let script = format!(
+        "{exe} lab work frame --period-us 10000 --work-us 2000 --seconds 1 >/dev/null & sleep 0.2; wait; exit 3"
+    );
+    let out = corral()
+        .args(["record", "-o"])
+        .arg(&rec)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("0 lost"), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let threads = v["corral_recording"]["threads"].as_object().unwrap();
+    let (frame, live) = threads
+        .iter()
+        .find(|(n, _)| n.starts_with("corral-"))
+        .unwrap_or_else(|| panic!("no frame loop in {:?}", threads.keys()));
+    // 100 frames of 2 ms: ~200 ms of CPU and ~100 wake-ups.
+    let cpu = live["cpu_ms"].as_f64().unwrap();
+    assert!((170.0..260.0).contains(&cpu), "{frame}: {cpu} ms");
+    let wakeups = live["wakeups"].as_u64().unwrap();
+    assert!((90..=115).contains(&wakeups), "{frame}: {wakeups} wake-ups");
+    assert!(
+        threads.keys().any(|n| n.starts_with("sleep-")),
+        "{:?}",
+        threads.keys()
+    );
+    // The shell waits for its children: woken by their exits, not by a timer.
+    let tasks = v["tasks"].as_object().unwrap();
+    let sh = tasks.iter().find(|(n, _)| n.starts_with("sh-")).unwrap().1;
+    assert!(
+        sh.as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with("corral_block")),
+        "{sh}"
+    );
+    // The replay: the same CPU, and the whole within 10 % of its length.
+    let out = corral()
+        .arg("sim")
+        .arg(&rec)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sim = s["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == frame.as_str())
+        .unwrap();
+    let sim_cpu = sim["cpu_s"].as_f64().unwrap() * 1e3;
+    assert!((sim_cpu - cpu).abs() < 1.0, "{sim_cpu} against {cpu}");
+    let end = |ts: &mut dyn Iterator<Item = &serde_json::Value>, key: &str| {
+        ts.filter_map(|t| t[key].as_f64()).fold(0.0, f64::max)
+    };
+    let live_end = end(&mut threads.values(), "exited_s");
+    let sim_end = end(&mut s["tasks"].as_array().unwrap().iter(), "exited_s");
+    assert!(
+        (sim_end - live_end).abs() < 0.1 * live_end,
+        "{sim_end} s simulated against {live_end} s"
+    );
+    // And its human form names the recording.
+    let out = corral().arg("sim").arg(&rec).output().unwrap();
+    assert!(
+        text(&out).contains("Replaying corral record -- sh -c"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn privileged_a_killed_recorder_s_instance_is_removed_by_the_next() {
+    if !root("privileged_a_killed_recorder_s_instance_is_removed_by_the_next") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut rec = corral()
+        .args(["record", "-o"])
+        .arg(dir.path().join("a.json"))
+        .args(["--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = rec.id();
+    // Its child, to end it ourselves once the recorder is gone.
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    let mut sleep = None;
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(20));
+        sleep = std::fs::read_to_string(&children).ok().and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|p| p.parse::<i32>().ok())
+        });
+        if sleep.is_some() {
+            break;
+        }
+    }
+    let sleep = sleep.expect("the recorder started its command");
+    rec.kill().unwrap();
+    rec.wait().unwrap();
+    // The command the killed recorder started (this test's grandchild).
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_raw(sleep).unwrap(),
+        rustix::process::Signal::KILL,
+    );
+    let out = corral()
+        .args(["record", "-o"])
+        .arg(dir.path().join("b.json"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("removed the trace instance corral-record-{pid}")),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn bad_requests_say_what_is_wrong() {
+    let out = corral().arg("record").output().unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("nothing to record"), "{}", text(&out));
+    let out = corral()
+        .args(["record", "--from", "/nonexistent/trace.txt"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("/nonexistent/trace.txt"),
+        "{}",
+        text(&out)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.txt");
+    std::fs::write(&junk, "hello\nworld\n").unwrap();
+    let out = corral()
+        .arg("record")
+        .arg("--from")
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("no thread ran in it"), "{}", text(&out));
+    let out = corral()
+        .args(["record", "--seconds", "0", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out).contains("--seconds must be above 0"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_text_trace_from_another_tool_converts_without_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("perf.json");
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../sim/tests/data/perf-script-sched.txt"
+    );
+    let out = corral()
+        .args(["record", "--scope-pid", "12001", "--from", trace, "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("4 threads ran"), "{}", text(&out));
+    let out = corral().arg("sim").arg(&out_file).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("sleep-12004"), "{}", text(&out));
+}

@@ -1,0 +1,740 @@
+//! A live run's scheduler events ([`super::ftrace`]) turned into a
+//! workload the simulator replays: per thread, its CPU bursts and its
+//! sleeps in order, who woke it, and when it was born and exited.
+//!
+//! The rules, each from what the kernel's events mean:
+//!
+//! - **A burst** is the CPU time a thread used between two blocks: the
+//!   sum of its stretches on a CPU (`sched_switch` in → out), preemptions
+//!   (`prev_state` R or R+) included, since the simulated scheduler decides
+//!   those again. It becomes a `run` (work at capacity 1024: XXX the live
+//!   CPU's capacity and frequency are not divided out). Microseconds are
+//!   rounded on the running total, so no time is lost to rounding.
+//! - **A block** (any other `prev_state`) ends at the thread's
+//!   `sched_waking`. When the waker was a recorded thread running in
+//!   process context, the waker's stream gets `corral_wake` at that point
+//!   of its own CPU time (its burst is split there) and the sleeper's gets
+//!   `corral_block`: in the replay it sleeps until the waker gets there,
+//!   however late. Otherwise (a timer, an interrupt, a thread not
+//!   recorded) it sleeps as long as it slept live (`sleep`).
+//! - **A fork** is a wake-up of the child by its parent at that point of
+//!   the parent's CPU time; the child's stream starts with
+//!   `corral_block`. An exit ends the stream (the last burst runs up to
+//!   the final `sched_switch`, so a child's exit still wakes its parent).
+//! - **Priorities** from the events' `prio`: below 100 is SCHED_FIFO at
+//!   99 − prio, otherwise SCHED_OTHER at nice prio − 120 (XXX: RR, BATCH
+//!   and IDLE are not told apart in events; a thread's last prio is kept).
+//!
+//! The live figures the replay is checked against come from the same
+//! events: CPU time, wake-ups, wake-up latency (`sched_waking` → on a
+//! CPU), migrations.
+
+use super::ftrace::{self, Kind, Task, TraceEvent};
+use crate::engine::FastMap;
+use crate::out::hist::Histogram;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+/// One step of a recorded thread's stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// CPU work, µs.
+    Run(u64),
+    /// A timed sleep, µs (woken by a timer, an interrupt, or a thread not
+    /// recorded).
+    Sleep(u64),
+    /// Wakes the thread with this index (in [`Recording::threads`]).
+    Wake(usize),
+    /// Waits to be woken by a recorded thread; it slept `us` live.
+    Block { us: u64 },
+}
+
+/// One recorded thread: its stream and its live figures.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub tid: u32,
+    pub comm: String,
+    /// The kernel's prio, last seen (120 if never seen).
+    pub prio: i32,
+    pub steps: Vec<Step>,
+    pub cpu_ns: u64,
+    /// Wake-ups that ended a block (a fork's first wake-up included).
+    pub wakeups: u64,
+    /// `sched_waking` → on a CPU, ns.
+    pub latency: Histogram,
+    pub migrations: u64,
+    /// When it was forked, ns after the recording's start.
+    pub born_ns: Option<u64>,
+    /// When it exited, ns after the recording's start.
+    pub exited_ns: Option<u64>,
+    /// The CPUs it may use when they are not all of them (events do not
+    /// say: the recorder reads it from `/proc`, [`Converter::set_cpus`]).
+    pub cpus: Option<Vec<u32>>,
+    state: State,
+    /// CPU time since the last `run` written, ns.
+    pending_ns: u64,
+    /// CPU time written as `run` so far, µs (rounding on the total).
+    written_us: u64,
+    exiting: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Not seen yet: running, runnable or blocked since the start.
+    Unknown,
+    Running {
+        since: u64,
+    },
+    Runnable,
+    Blocked {
+        since: u64,
+    },
+    /// Woken at `at` (`sched_waking`; `sched_wakeup` at `queued`), not
+    /// yet on a CPU.
+    Woken {
+        at: u64,
+        queued: Option<u64>,
+    },
+    Dead,
+}
+
+impl Thread {
+    fn new(tid: u32, comm: &str) -> Thread {
+        Thread {
+            tid,
+            comm: comm.to_string(),
+            prio: 120,
+            steps: Vec::new(),
+            cpu_ns: 0,
+            wakeups: 0,
+            latency: Histogram::default(),
+            migrations: 0,
+            born_ns: None,
+            exited_ns: None,
+            cpus: None,
+            state: State::Unknown,
+            pending_ns: 0,
+            written_us: 0,
+            exiting: false,
+        }
+    }
+
+    /// The task's name in the workload: `comm-tid`.
+    pub fn name(&self) -> String {
+        format!("{}-{}", self.comm.replace(['"', '\\'], "_"), self.tid)
+    }
+
+    /// Writes the CPU time used so far as a `run` (merged into a `run`
+    /// just before it).
+    fn flush(&mut self, now: u64, t0: u64) {
+        match self.state {
+            State::Running { since } => {
+                self.pending_ns += now.saturating_sub(since);
+                self.state = State::Running { since: now };
+            }
+            State::Unknown => {
+                self.pending_ns += now.saturating_sub(t0);
+                self.state = State::Running { since: now };
+            }
+            _ => {}
+        }
+        self.cpu_ns += self.pending_ns;
+        self.pending_ns = 0;
+        let us = self.cpu_ns / 1000 - self.written_us;
+        if us > 0 {
+            self.written_us += us;
+            match self.steps.last_mut() {
+                Some(Step::Run(r)) => *r += us,
+                _ => self.steps.push(Step::Run(us)),
+            }
+        }
+    }
+}
+
+/// Which threads a recording keeps.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    /// Every task but the idle ones (a trace someone else made).
+    All,
+    /// These threads and every thread they fork.
+    Tree(HashSet<u32>),
+}
+
+/// Turns events into a [`Recording`], one at a time (bounded by the
+/// recording's own size, not the trace's).
+#[derive(Debug)]
+pub struct Converter {
+    scope: Scope,
+    threads: Vec<Thread>,
+    /// The index of each live TID's thread.
+    by_tid: FastMap<u32, usize>,
+    t0: Option<u64>,
+    last: u64,
+    lost: u64,
+    /// Events that did not fit the thread's state (a lost event's trace).
+    odd: u64,
+    /// Switches onto a CPU the trace did not show, inferred.
+    inferred: u64,
+}
+
+/// A converted recording.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    pub threads: Vec<Thread>,
+    /// From the start to the last event, ns.
+    pub span_ns: u64,
+    /// Events the kernel dropped (`[LOST n EVENTS]`).
+    pub lost_events: u64,
+    /// Events that did not fit a thread's state.
+    pub odd_events: u64,
+    /// Switches onto a CPU the trace lacked, inferred from the thread
+    /// acting on a CPU (their wake-up latency is not known).
+    pub inferred_switches: u64,
+}
+
+impl Converter {
+    /// `t0`: when recording started, on the trace's clock (else the first
+    /// event's time).
+    pub fn new(scope: Scope, t0: Option<u64>) -> Converter {
+        Converter {
+            scope,
+            threads: Vec::new(),
+            by_tid: FastMap::default(),
+            t0,
+            last: 0,
+            lost: 0,
+            odd: 0,
+            inferred: 0,
+        }
+    }
+
+    /// One line of text: an event, a lost-events note, or nothing.
+    pub fn line(&mut self, line: &str) -> Result<(), String> {
+        if let Some(n) = lost_events(line) {
+            self.lost += n;
+            return Ok(());
+        }
+        if let Some(e) = ftrace::parse_line(line)? {
+            self.event(&e);
+        }
+        Ok(())
+    }
+
+    fn in_scope(&self, pid: u32) -> bool {
+        pid != 0
+            && match &self.scope {
+                Scope::All => true,
+                Scope::Tree(set) => set.contains(&pid),
+            }
+    }
+
+    /// The thread of `task`, created on first sight; `None` when out of
+    /// scope.
+    fn thread(&mut self, task: &Task) -> Option<usize> {
+        if !self.in_scope(task.pid) {
+            return None;
+        }
+        let i = match self.by_tid.get(&task.pid) {
+            Some(&i) => i,
+            None => {
+                self.threads.push(Thread::new(task.pid, &task.comm));
+                self.by_tid.insert(task.pid, self.threads.len() - 1);
+                self.threads.len() - 1
+            }
+        };
+        let th = &mut self.threads[i];
+        if th.comm != task.comm && !task.comm.starts_with('<') {
+            th.comm.clone_from(&task.comm);
+        }
+        if let Some(p) = task.prio {
+            th.prio = p;
+        }
+        Some(i)
+    }
+
+    /// The thread of the event's current task, created on first sight.
+    fn current(&mut self, e: &TraceEvent) -> Option<usize> {
+        self.thread(&Task {
+            comm: e.comm.clone(),
+            pid: e.current,
+            prio: None,
+        })
+    }
+
+    pub fn event(&mut self, e: &TraceEvent) {
+        let t0 = *self.t0.get_or_insert(e.ts);
+        let ts = e.ts.max(t0);
+        self.last = self.last.max(ts);
+        // A woken thread acting on a CPU was switched in, whether or not
+        // the trace says so. (This machine's kernel, 6.18 with the host's
+        // own patches, never reported CPU 1 leaving idle: 0 of 37 in a
+        // test.) It ran from its wake-up's enqueue at the latest.
+        // A blocked thread acting on a CPU was woken unseen (a per-task
+        // `perf record` sees no other task's context): it slept until then.
+        if e.current != 0 && !e.irq {
+            if let Some(&i) = self.by_tid.get(&e.current) {
+                let th = &mut self.threads[i];
+                match th.state {
+                    State::Woken { at, queued } => {
+                        th.state = State::Running {
+                            since: queued.unwrap_or(at),
+                        };
+                        self.inferred += 1;
+                    }
+                    State::Blocked { since } => {
+                        let us = (ts - since) / 1000;
+                        if us > 0 {
+                            th.steps.push(Step::Sleep(us));
+                        }
+                        th.wakeups += 1;
+                        th.state = State::Running { since: ts };
+                        self.inferred += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        match &e.kind {
+            Kind::Switch {
+                prev,
+                prev_runnable,
+                next,
+            } => {
+                if let Some(i) = self.thread(prev) {
+                    let th = &mut self.threads[i];
+                    match th.state {
+                        State::Running { .. } | State::Unknown => {}
+                        _ => self.odd += 1,
+                    }
+                    if *prev_runnable && !th.exiting {
+                        if let State::Running { since } = th.state {
+                            th.pending_ns += ts.saturating_sub(since);
+                        } else if th.state == State::Unknown {
+                            th.pending_ns += ts - t0;
+                        }
+                        th.state = State::Runnable;
+                    } else {
+                        th.flush(ts, t0);
+                        th.state = if th.exiting {
+                            State::Dead
+                        } else {
+                            State::Blocked { since: ts }
+                        };
+                    }
+                }
+                if let Some(i) = self.thread(next) {
+                    let th = &mut self.threads[i];
+                    match th.state {
+                        State::Woken { at, .. } => th.latency.record(ts - at),
+                        State::Runnable | State::Unknown => {}
+                        _ => self.odd += 1,
+                    }
+                    th.state = State::Running { since: ts };
+                }
+            }
+            Kind::Waking { task, .. } | Kind::Wakeup { task, .. } => {
+                let Some(w) = self.thread(task) else { return };
+                let since = match self.threads[w].state {
+                    State::Blocked { since } => since,
+                    State::Unknown => t0,
+                    State::Woken { at, queued: None } if matches!(e.kind, Kind::Wakeup { .. }) => {
+                        self.threads[w].state = State::Woken {
+                            at,
+                            queued: Some(ts),
+                        };
+                        return;
+                    }
+                    // Woken before it left the CPU, or the sched_wakeup
+                    // after its sched_waking: no block ended.
+                    _ => return,
+                };
+                let waker = (!e.irq && e.current != task.pid)
+                    .then(|| self.current(e))
+                    .flatten()
+                    .filter(|&k| {
+                        matches!(
+                            self.threads[k].state,
+                            State::Running { .. } | State::Unknown
+                        )
+                    });
+                let slept_us = (ts - since) / 1000;
+                match waker {
+                    Some(k) => {
+                        self.threads[k].flush(ts, t0);
+                        self.threads[k].steps.push(Step::Wake(w));
+                        self.threads[w].steps.push(Step::Block { us: slept_us });
+                    }
+                    None if slept_us > 0 => self.threads[w].steps.push(Step::Sleep(slept_us)),
+                    None => {}
+                }
+                let th = &mut self.threads[w];
+                th.wakeups += 1;
+                th.state = State::Woken {
+                    at: ts,
+                    queued: matches!(e.kind, Kind::Wakeup { .. }).then_some(ts),
+                };
+            }
+            Kind::WakeupNew { task, .. } => {
+                let Some(i) = self.thread(task) else { return };
+                let th = &mut self.threads[i];
+                if th.state == State::Unknown {
+                    // Its fork was not seen: born at its first wake-up.
+                    let us = (ts - t0) / 1000;
+                    if us > 0 {
+                        th.steps.push(Step::Sleep(us));
+                    }
+                    th.born_ns = Some(ts - t0);
+                }
+                th.wakeups += 1;
+                th.state = State::Woken {
+                    at: ts,
+                    queued: Some(ts),
+                };
+            }
+            Kind::Fork { parent, child } => {
+                let Some(p) = self.thread(parent) else { return };
+                if let Scope::Tree(set) = &mut self.scope {
+                    set.insert(child.pid);
+                }
+                // A reused TID starts a new thread.
+                self.by_tid.remove(&child.pid);
+                let Some(c) = self.thread(child) else { return };
+                self.threads[p].flush(ts, t0);
+                self.threads[p].steps.push(Step::Wake(c));
+                let prio = self.threads[p].prio;
+                let th = &mut self.threads[c];
+                th.prio = prio;
+                th.steps.push(Step::Block {
+                    us: (ts - t0) / 1000,
+                });
+                th.born_ns = Some(ts - t0);
+                th.state = State::Blocked { since: ts };
+            }
+            Kind::Exec { pid, filename } => {
+                if let Some(i) = self
+                    .by_tid
+                    .get(pid)
+                    .copied()
+                    .filter(|_| self.in_scope(*pid))
+                {
+                    let base = filename.rsplit('/').next().unwrap_or(filename);
+                    // The kernel keeps 15 bytes of it (TASK_COMM_LEN).
+                    let mut end = base.len().min(15);
+                    while !base.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    self.threads[i].comm = base[..end].to_string();
+                }
+            }
+            Kind::Exit { task } => {
+                if let Some(i) = self.thread(task) {
+                    let th = &mut self.threads[i];
+                    th.exiting = true;
+                    th.exited_ns = Some(ts - t0);
+                }
+            }
+            Kind::Migrate { task, .. } => {
+                if let Some(i) = self.thread(task) {
+                    self.threads[i].migrations += 1;
+                }
+            }
+        }
+    }
+
+    /// The TIDs of the threads seen that have not exited.
+    pub fn alive(&self) -> Vec<u32> {
+        self.by_tid
+            .iter()
+            .filter(|(_, &i)| !self.threads[i].exiting && self.threads[i].state != State::Dead)
+            .map(|(&tid, _)| tid)
+            .collect()
+    }
+
+    /// The CPUs thread `tid` may use (`None`: all of them), as last read.
+    pub fn set_cpus(&mut self, tid: u32, cpus: Option<Vec<u32>>) {
+        if let Some(&i) = self.by_tid.get(&tid) {
+            self.threads[i].cpus = cpus;
+        }
+    }
+
+    /// The recording, ending at the last event (threads still on a CPU
+    /// get their CPU time up to it).
+    pub fn finish(mut self) -> Recording {
+        let t0 = self.t0.unwrap_or(0);
+        let end = self.last;
+        for th in &mut self.threads {
+            th.flush(end, t0);
+        }
+        Recording {
+            threads: self.threads,
+            span_ns: end - t0.min(end),
+            lost_events: self.lost,
+            odd_events: self.odd,
+            inferred_switches: self.inferred,
+        }
+    }
+}
+
+/// `CPU:1 [LOST 42 EVENTS]`, trace_pipe's note of dropped events.
+pub fn lost_events(line: &str) -> Option<u64> {
+    let i = line.find("[LOST ")?;
+    line[i + 6..].split_whitespace().next()?.parse().ok()
+}
+
+/// The policy and rt-app priority for a kernel prio.
+fn policy(prio: i32) -> (&'static str, i32) {
+    match prio {
+        // XXX: a deadline task (−1) replays as the highest FIFO priority.
+        i32::MIN..=-1 => ("SCHED_FIFO", 99),
+        0..=98 => ("SCHED_FIFO", 99 - prio),
+        _ => ("SCHED_OTHER", (prio - 120).clamp(-20, 19)),
+    }
+}
+
+impl Recording {
+    /// The threads kept in a workload: those with something to replay.
+    fn kept(&self) -> Vec<bool> {
+        self.threads
+            .iter()
+            .map(|t| t.steps.iter().any(|s| matches!(s, Step::Run(_))))
+            .collect()
+    }
+
+    /// The recording as an rt-app JSON workload: with `corral_wake` and
+    /// `corral_block` (replayed in the simulator, wake-ups kept), or
+    /// `portable`, only what rt-app runs (each wake-up a sleep as long as
+    /// the live one). `about` is put in `corral_recording` with each
+    /// thread's live figures.
+    pub fn to_json(&self, portable: bool, about: &str) -> String {
+        let kept = self.kept();
+        let names: Vec<String> = self.threads.iter().map(Thread::name).collect();
+        let mut s = String::from("{\n  \"tasks\": {\n");
+        let mut first = true;
+        for (i, th) in self.threads.iter().enumerate() {
+            if !kept[i] {
+                continue;
+            }
+            if !first {
+                s.push_str(",\n");
+            }
+            first = false;
+            let (policy, priority) = policy(th.prio);
+            let _ = write!(
+                s,
+                "    \"{}\": {{\"loop\": 1, \"policy\": \"{policy}\", \"priority\": {priority}",
+                names[i]
+            );
+            if let Some(cpus) = &th.cpus {
+                let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+                let _ = write!(s, ", \"cpus\": [{}]", list.join(", "));
+            }
+            for (n, step) in th.steps.iter().enumerate() {
+                let _ = match *step {
+                    Step::Run(us) => write!(s, ", \"run{n}\": {us}"),
+                    Step::Sleep(us) => write!(s, ", \"sleep{n}\": {us}"),
+                    Step::Wake(w) if portable || !kept[w] => Ok(()),
+                    Step::Wake(w) => write!(s, ", \"corral_wake{n}\": \"{}\"", names[w]),
+                    Step::Block { us } if portable => write!(s, ", \"sleep{n}\": {us}"),
+                    Step::Block { .. } => write!(s, ", \"corral_block{n}\": \"{}\"", names[i]),
+                };
+            }
+            s.push('}');
+        }
+        s.push_str(
+            "\n  },\n  \"global\": {\"duration\": -1, \"default_policy\": \"SCHED_OTHER\"},\n",
+        );
+        let _ = write!(
+            s,
+            "  \"corral_recording\": {{\"about\": \"{}\", \"seconds\": {:.6}, \"lost_events\": {}, \"odd_events\": {}, \"inferred_switches\": {}, \"threads\": {{",
+            about.replace(['"', '\\'], "_"),
+            self.span_ns as f64 / 1e9,
+            self.lost_events,
+            self.odd_events,
+            self.inferred_switches
+        );
+        let mut first = true;
+        for (i, th) in self.threads.iter().enumerate() {
+            if !kept[i] {
+                continue;
+            }
+            if !first {
+                s.push(',');
+            }
+            first = false;
+            let _ = write!(
+                s,
+                "\n    \"{}\": {{\"cpu_ms\": {:.3}, \"wakeups\": {}, \"latency_p50_us\": {:.1}, \"latency_p99_us\": {:.1}, \"migrations\": {}, \"born_s\": {}, \"exited_s\": {}}}",
+                names[i],
+                th.cpu_ns as f64 / 1e6,
+                th.wakeups,
+                th.latency.percentile(50.0) as f64 / 1e3,
+                th.latency.percentile(99.0) as f64 / 1e3,
+                th.migrations,
+                opt_s(th.born_ns),
+                opt_s(th.exited_ns),
+            );
+        }
+        s.push_str("\n  }}\n}\n");
+        s
+    }
+}
+
+fn opt_s(ns: Option<u64>) -> String {
+    ns.map_or("null".into(), |n| format!("{:.6}", n as f64 / 1e9))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::rtapp::{self, Event};
+
+    fn convert(trace: &str, roots: &[u32]) -> Recording {
+        let mut c = Converter::new(Scope::Tree(roots.iter().copied().collect()), None);
+        for l in trace.lines() {
+            c.line(l).unwrap();
+        }
+        c.finish()
+    }
+
+    // A shell (100) forks a child (101) that runs 3 ms, is preempted by
+    // an outside task for 1 ms, runs 2 ms more, sleeps on a timer for
+    // 10 ms, runs 1 ms and exits, waking its parent (its wait4). Times in
+    // seconds; t0 is the first line.
+    const FORK_WAIT: &str = "\
+  sh-100 [000] d..2. 1.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sh next_pid=100 next_prio=120
+  sh-100 [000] ..... 1.000500: sched_process_fork: comm=sh pid=100 child_comm=sh child_pid=101
+  sh-100 [000] d..2. 1.000510: sched_wakeup_new: comm=sh pid=101 prio=120 target_cpu=001
+  sh-100 [000] d..2. 1.000600: sched_switch: prev_comm=sh prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+  <idle>-0 [001] d..2. 1.000700: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sh next_pid=101 next_prio=120
+  sh-101 [001] ..... 1.001000: sched_process_exec: filename=/usr/bin/cc1 pid=101 old_pid=101
+  cc1-101 [001] d..2. 1.003700: sched_switch: prev_comm=cc1 prev_pid=101 prev_prio=120 prev_state=R+ ==> next_comm=kworker/1:1 next_pid=50 next_prio=120
+  kworker/1:1-50 [001] d..2. 1.004700: sched_switch: prev_comm=kworker/1:1 prev_pid=50 prev_prio=120 prev_state=I ==> next_comm=cc1 next_pid=101 next_prio=120
+  cc1-101 [001] d..2. 1.006700: sched_switch: prev_comm=cc1 prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+  <idle>-0 [001] d.h2. 1.016700: sched_waking: comm=cc1 pid=101 prio=120 target_cpu=001
+  <idle>-0 [001] d..2. 1.016750: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cc1 next_pid=101 next_prio=120
+  cc1-101 [001] ..... 1.017700: sched_process_exit: comm=cc1 pid=101 prio=120 group_dead=true
+  cc1-101 [001] dN.5. 1.017740: sched_waking: comm=sh pid=100 prio=120 target_cpu=000
+  cc1-101 [001] d..2. 1.017750: sched_switch: prev_comm=cc1 prev_pid=101 prev_prio=120 prev_state=Z ==> next_comm=swapper/1 next_pid=0 next_prio=120
+  <idle>-0 [000] d..2. 1.017800: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sh next_pid=100 next_prio=120
+  sh-100 [000] d..2. 1.018000: sched_switch: prev_comm=sh prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+
+    #[test]
+    fn bursts_sleeps_forks_and_who_wakes_whom() {
+        let r = convert(FORK_WAIT, &[100]);
+        assert_eq!(r.threads.len(), 2, "the kworker is not in scope");
+        let (sh, cc1) = (&r.threads[0], &r.threads[1]);
+        // sh: 0.5 ms, forks (wakes) cc1, 0.1 ms, blocks until cc1's exit
+        // wakes it (17.14 ms after it blocked), 0.2 ms.
+        assert_eq!(
+            sh.steps,
+            vec![
+                Step::Run(500),
+                Step::Wake(1),
+                Step::Run(100),
+                Step::Block { us: 17_140 },
+                Step::Run(200)
+            ]
+        );
+        // cc1: born blocked; 3 ms + 2 ms (the preemption is not a block),
+        // a 10 ms timer sleep (hardirq: no waker), then 1.04 ms up to
+        // its waking of sh and 0.01 ms after.
+        assert_eq!(
+            cc1.steps,
+            vec![
+                Step::Block { us: 500 },
+                Step::Run(5000),
+                Step::Sleep(10_000),
+                Step::Run(990),
+                Step::Wake(0),
+                Step::Run(10)
+            ]
+        );
+        assert_eq!(cc1.comm, "cc1", "named after its exec");
+        assert_eq!((cc1.cpu_ns, sh.cpu_ns), (6_000_000, 800_000));
+        assert_eq!((cc1.wakeups, sh.wakeups), (2, 1));
+        // Latencies: new 190 µs, timer 50 µs; sh 60 µs.
+        assert_eq!(cc1.latency.count, 2);
+        assert_eq!((cc1.latency.min, cc1.latency.max), (50_000, 190_000));
+        assert_eq!(
+            (cc1.born_ns, cc1.exited_ns),
+            (Some(500_000), Some(17_700_000))
+        );
+        assert_eq!((r.span_ns, r.odd_events), (18_000_000, 0));
+    }
+
+    #[test]
+    fn a_switch_in_the_trace_lacks_is_inferred_from_the_thread_acting() {
+        // As this machine's kernel writes it: cc1 woken on idle CPU 1, no
+        // switch onto CPU 1; cc1 then acts there (exit, waking sh). It ran
+        // from its sched_wakeup (1.016720).
+        let trace = FORK_WAIT
+            .replace(
+                "  <idle>-0 [001] d..2. 1.016750: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cc1 next_pid=101 next_prio=120\n",
+                "  <idle>-0 [001] dNh3. 1.016720: sched_wakeup: comm=cc1 pid=101 prio=120 target_cpu=001\n",
+            );
+        let r = convert(&trace, &[100]);
+        assert_eq!((r.inferred_switches, r.odd_events), (1, 0));
+        let cc1 = &r.threads[1];
+        assert_eq!(cc1.steps[3..5], [Step::Run(1020), Step::Wake(0)]);
+        assert_eq!(cc1.cpu_ns, 6_030_000);
+        assert_eq!(
+            cc1.latency.count, 1,
+            "the timer wake-up's latency is not known"
+        );
+    }
+
+    #[test]
+    fn the_json_replays_in_the_simulator_and_its_portable_form_in_rt_app_s_words() {
+        let r = convert(FORK_WAIT, &[100]);
+        let w = rtapp::parse(&r.to_json(false, "test"), "rec.json").unwrap();
+        assert_eq!(w.tasks.len(), 2);
+        assert_eq!(w.tasks[0].name, "sh-100");
+        assert_eq!(w.tasks[1].name, "cc1-101");
+        assert_eq!(
+            w.tasks[0].phases[0].events[..2],
+            [Event::Run(500), Event::Wake("cc1-101".into())]
+        );
+        assert_eq!(
+            w.tasks[1].phases[0].events[0],
+            Event::Block("cc1-101".into())
+        );
+        let w = rtapp::parse(&r.to_json(true, "test"), "rec.json").unwrap();
+        let words: Vec<bool> = w.tasks[1].phases[0]
+            .events
+            .iter()
+            .map(|e| matches!(e, Event::Run(_) | Event::Sleep(_)))
+            .collect();
+        assert!(
+            words.iter().all(|&b| b),
+            "{:?}",
+            w.tasks[1].phases[0].events
+        );
+    }
+
+    #[test]
+    fn threads_present_at_the_start_and_lost_events() {
+        // 200 was running at the start, 201 blocked: 201's first event is
+        // its waking by 200, so it blocked on 200 since t0.
+        let trace = "\
+  a-200 [000] d..3. 2.000000: sched_waking: comm=b pid=201 prio=120 target_cpu=001
+CPU:1 [LOST 7 EVENTS]
+  a-200 [000] d..2. 2.001000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=b next_pid=201 next_prio=19
+";
+        let mut c = Converter::new(Scope::Tree([200, 201].into()), Some(1_999_000_000));
+        for l in trace.lines() {
+            c.line(l).unwrap();
+        }
+        let r = c.finish();
+        assert_eq!(r.lost_events, 7);
+        let (b, a) = (&r.threads[0], &r.threads[1]);
+        assert_eq!((a.tid, b.tid), (200, 201));
+        assert_eq!(
+            a.steps,
+            vec![Step::Run(1000), Step::Wake(0), Step::Run(1000)]
+        );
+        assert_eq!(b.steps[0], Step::Block { us: 1000 });
+        assert_eq!(policy(b.prio), ("SCHED_FIFO", 80));
+        assert_eq!(policy(125), ("SCHED_OTHER", 5));
+    }
+}

@@ -471,3 +471,57 @@ fn the_sampled_util_avg_is_pelts_on_an_eevdf_kernel_and_absent_on_2_6_32() {
     host.machine_mut().run_until(100_000_000);
     assert_eq!(host.sample().unwrap().threads[0].util_avg, None);
 }
+
+/// A recording's threads as the daemon sees them: a fork not yet made is
+/// not there, and a thread that exited inside corral's group has left it
+/// (the kernel's `cgroup_exit`), so the group can be removed.
+#[test]
+fn a_recorded_fork_is_unseen_until_forked_and_an_exited_thread_leaves_its_group() {
+    let json = r#"{"tasks": {
+        "parent": {"loop": 1, "run": 20000, "corral_wake": "child", "run1": 1000},
+        "child": {"loop": 1, "corral_forked": true, "corral_block": "child", "run": 5000}
+    }}"#;
+    let mut host = SimHost::new(machine(json, 2));
+    host.machine_mut().run_until(10_000_000);
+    let seen: Vec<u32> = host
+        .sample()
+        .unwrap()
+        .threads
+        .iter()
+        .map(|t| t.tid)
+        .collect();
+    assert_eq!(
+        seen,
+        [SimHost::<Fair>::tid_of(0)],
+        "the child is not forked yet"
+    );
+    host.machine_mut().run_until(22_000_000);
+    let child = SimHost::<Fair>::tid_of(1);
+    assert!(host
+        .sample()
+        .unwrap()
+        .threads
+        .iter()
+        .any(|t| t.tid == child));
+    let group = corral_core::plan::GroupSpec {
+        name: "shared".into(),
+        kind: corral_core::plan::GroupKind::Shared,
+        cpus: CpuSet::from_iter([0, 1]),
+        shares: 1024,
+        slice_ns: None,
+        nice: None,
+    };
+    host.apply(&Change::SetGroup(group)).unwrap();
+    host.apply(&Change::Move {
+        tid: child,
+        pid: SIM_PID,
+        group: "shared".into(),
+    })
+    .unwrap();
+    host.machine_mut().run_until(40_000_000);
+    assert!(host.machine().task_stats(1).exited_at.is_some());
+    host.apply(&Change::RemoveGroup {
+        name: "shared".into(),
+    })
+    .unwrap();
+}

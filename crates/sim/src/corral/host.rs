@@ -323,7 +323,7 @@ impl<K: SchedClass> Host for SimHost<K> {
 
     fn sample(&mut self) -> Result<Snapshot, SimError> {
         let threads = (0..self.m.ntasks())
-            .filter(|&t| self.m.task_state(t) != TaskState::Exited)
+            .filter(|&t| self.m.task_state(t) != TaskState::Exited && self.m.task_born(t))
             .map(|t| self.sample_of(t))
             .collect();
         Ok(Snapshot {
@@ -376,6 +376,10 @@ impl<K: SchedClass> Host for SimHost<K> {
                 self.release(t)?;
             }
             Change::RemoveGroup { name } => {
+                // An exited thread has left its cgroup (`cgroup_exit`).
+                let m = &self.m;
+                self.placed
+                    .retain(|&t, _| m.task_state(t) != TaskState::Exited);
                 if let Some(t) = self
                     .placed
                     .iter()

@@ -524,6 +524,12 @@ impl Recording {
                 "    \"{}\": {{\"loop\": 1, \"policy\": \"{policy}\", \"priority\": {priority}",
                 names[i]
             );
+            if th.born_ns.is_some()
+                && !portable
+                && matches!(th.steps.first(), Some(Step::Block { .. }))
+            {
+                s.push_str(", \"corral_forked\": true");
+            }
             if let Some(cpus) = &th.cpus {
                 let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
                 let _ = write!(s, ", \"cpus\": [{}]", list.join(", "));
@@ -540,8 +546,17 @@ impl Recording {
             }
             s.push('}');
         }
-        s.push_str(
-            "\n  },\n  \"global\": {\"duration\": -1, \"default_policy\": \"SCHED_OTHER\"},\n",
+        // rt-app with duration −1 waits for a signal once its threads
+        // end; the portable form stops a second after the recording's
+        // length (whole seconds: rt-app's duration is an integer).
+        let duration = if portable {
+            self.span_ns.div_ceil(1_000_000_000) as i64 + 1
+        } else {
+            -1
+        };
+        let _ = write!(
+            s,
+            "\n  }},\n  \"global\": {{\"duration\": {duration}, \"default_policy\": \"SCHED_OTHER\"}},\n"
         );
         let _ = write!(
             s,
@@ -700,6 +715,9 @@ mod tests {
             Event::Block("cc1-101".into())
         );
         let w = rtapp::parse(&r.to_json(true, "test"), "rec.json").unwrap();
+        // rt-app waits for a signal after its threads when the duration is
+        // −1: the portable form ends a second after the recording's 18 ms.
+        assert_eq!(w.duration_s, Some(2.0));
         let words: Vec<bool> = w.tasks[1].phases[0]
             .events
             .iter()

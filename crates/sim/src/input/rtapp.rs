@@ -109,6 +109,9 @@ pub struct Task {
     /// Times to run all phases; −1 is for ever.
     pub loops: i64,
     pub phases: Vec<Phase>,
+    /// corral's extension: born at its first `corral_wake` (a recorded
+    /// fork), not at the start.
+    pub forked: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -189,6 +192,7 @@ const TASK_KEYS: &[&str] = &[
     "cpus",
     "taskgroup",
     "phases",
+    "corral_forked",
 ];
 
 struct Ctx<'a> {
@@ -450,6 +454,7 @@ impl Ctx<'_> {
             taskgroup: None,
             loops: -1,
             phases: Vec::new(),
+            forked: false,
         };
         let mut priority = None;
         let mut phases = None;
@@ -472,6 +477,11 @@ impl Ctx<'_> {
                 "cpus" => task.cpus = Some(self.cpus(v, k)?),
                 "taskgroup" => task.taskgroup = Some(self.string(v, k)?),
                 "phases" => phases = Some(self.object(v, k)?),
+                "corral_forked" => {
+                    task.forked = v
+                        .as_bool()
+                        .ok_or_else(|| self.err(v, Some(k), "expected true or false"))?;
+                }
                 _ => {}
             }
         }
@@ -518,6 +528,13 @@ impl Ctx<'_> {
         }
         if task.phases.iter().all(|p| p.events.is_empty()) {
             return Err(self.err(tv, None, "has no events"));
+        }
+        if task.forked && !matches!(task.phases[0].events.first(), Some(Event::Block(_))) {
+            return Err(self.err(
+                tv,
+                Some("corral_forked"),
+                "a forked task's first event must be corral_block (it waits for its fork)",
+            ));
         }
         Ok(task)
     }

@@ -256,6 +256,8 @@ struct Task {
     nice: i32,
     /// A mutex to take before going on (after a `wait` was signalled).
     relock: Option<u32>,
+    /// A recorded fork not yet forked (`corral_forked`).
+    unborn: bool,
     stats: TaskStats,
     /// Since when it runs on its CPU (for run slices).
     on_cpu_since: Ns,
@@ -551,6 +553,7 @@ impl Task {
             ready_since: 0,
             nice: if t.policy.is_rt() { 0 } else { t.priority },
             relock: None,
+            unborn: false,
             on_cpu_since: 0,
             iter_start: None,
             iter_cpu: 0,
@@ -951,7 +954,7 @@ impl<K: SchedClass> Machine<K> {
             }
             let (_, ev) = self.q.pop().expect("peeked");
             match ev {
-                Ev::Start(t) => self.wake(t),
+                Ev::Start(t) => self.start(t),
                 Ev::Tick(cpu) => self.tick(cpu),
                 Ev::RunDone(t, gen) if gen == self.tasks[t].gen => {
                     self.charge(t);
@@ -1038,6 +1041,12 @@ impl<K: SchedClass> Machine<K> {
             State::Blocked => TaskState::Sleeping,
             State::Exited => TaskState::Exited,
         }
+    }
+
+    /// Whether `t` exists: not a recorded fork still waiting for it
+    /// (`corral_forked`).
+    pub fn task_born(&self, t: TaskId) -> bool {
+        !self.tasks[t].unborn
     }
 
     /// The CPU `t` runs on, or last ran on.
@@ -1298,6 +1307,7 @@ impl<K: SchedClass> Machine<K> {
         task.state = State::Runnable;
         task.ready_since = now;
         task.woke_at = Some(now);
+        task.unborn = false;
         if self.watched[t] {
             self.watched_woke = Some(t);
         }
@@ -1971,6 +1981,20 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
+    /// A task's start: woken as a new task, or, for a recorded fork
+    /// (`corral_forked`), left unborn, waiting on its first `corral_block`
+    /// for the fork's `corral_wake`.
+    fn start(&mut self, t: TaskId) {
+        let spec = self.tasks[t].spec;
+        if !self.work.tasks[spec].forked {
+            return self.wake(t);
+        }
+        let (phase, index) = self.next_event(t).expect("a forked task has events");
+        let (id, _) = self.ids[spec][phase][index];
+        self.tasks[t].unborn = true;
+        self.suspended[id as usize].push(t);
+    }
+
     /// corral's `corral_wake`: one wake-up posted to semaphore `id` wakes
     /// the first thread blocked on it, or is kept for the next
     /// `corral_block` (unlike `resume`, never lost).
@@ -2262,6 +2286,35 @@ mod tests {
         );
         assert_eq!(s[1].wakeups, 2, "its start and the post");
         assert!(s[1].exited_at.unwrap() >= 3_500_000, "{:?}", s[1].exited_at);
+    }
+
+    #[test]
+    fn a_recorded_fork_is_born_at_its_parent_s_wake_up() {
+        let w = parse(
+            r#"{"tasks": {
+                "parent": {"loop": 1, "run": 5000, "corral_wake": "child", "run1": 1000},
+                "child": {"loop": 1, "corral_forked": true, "corral_block": "child", "run": 2000}
+            }}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(2), w, Fair::eevdf(2)).unwrap();
+        m.run_until(4_000_000);
+        assert!(!m.task_born(1), "not forked yet");
+        assert_eq!(m.task_stats(1).wakeups, 0);
+        m.run_until(20_000_000);
+        assert!(m.task_born(1));
+        let s = m.stats();
+        // Its one wake-up is its birth (wake_up_new_task), as recorded.
+        assert_eq!((s[1].wakeups, s[1].cpu_ns), (1, 2_000_000));
+        assert!(s[1].exited_at.unwrap() >= 7_000_000);
+        // corral_forked needs the block to wait on.
+        let e = parse(
+            r#"{"tasks": {"c": {"corral_forked": true, "run": 1}}}"#,
+            "test",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("corral_forked"), "{e}");
     }
 
     #[test]

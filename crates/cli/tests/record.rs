@@ -46,7 +46,7 @@ fn privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    assert!(text(&out).contains("0 lost"), "{}", text(&out));
+    assert!(text(&out).contains(" events, 0 lost"), "{}", text(&out));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
     let threads = v["corral_recording"]["threads"].as_object().unwrap();
@@ -211,7 +211,7 @@ fn a_text_trace_from_another_tool_converts_without_root() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("4 threads ran"), "{}", text(&out));
+    assert!(text(&out).contains(": 4 threads ran"), "{}", text(&out));
     let out = corral().arg("sim").arg(&out_file).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("sleep-12004"), "{}", text(&out));

@@ -56,13 +56,12 @@ pub struct Tracefs {
 impl Tracefs {
     /// tracefs as the host mounted it, else mounted privately.
     pub fn open() -> Result<Tracefs> {
-        for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-            if Path::new(root).join("instances").is_dir() {
-                return Ok(Tracefs {
-                    root: root.into(),
-                    _dir: None,
-                });
-            }
+        // From mountinfo, not by looking: touching debugfs's `tracing`
+        // would make the kernel mount tracefs there (an automount).
+        let path = Path::new("/proc/self/mountinfo");
+        let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        if let Some(root) = tracefs_mount(&text) {
+            return Ok(Tracefs { root, _dir: None });
         }
         // A thread of its own: unshare(CLONE_NEWNS) changes only the
         // calling thread's namespace, and the thread ends once the
@@ -83,6 +82,17 @@ impl Tracefs {
     pub fn root(&self) -> &Path {
         &self.root
     }
+}
+
+/// Where tracefs is mounted, from mountinfo's text (the fifth field is
+/// the mount point, the filesystem type follows ` - `).
+fn tracefs_mount(mountinfo: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next()? == "tracefs")
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
+            .flatten()
+    })
 }
 
 fn syscall(call: &'static str, rc: libc::c_int) -> Result<()> {
@@ -147,8 +157,9 @@ pub fn remove_stale(fs: &Tracefs) -> Vec<String> {
         if Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
+        // rmdir alone: it fails (EBUSY) while a recorder (one in another
+        // PID namespace, say) still reads the instance.
         let dir = e.path();
-        let _ = fs::write(dir.join("tracing_on"), "0");
         if fs::remove_dir(&dir).is_ok() {
             removed.push(name);
         }
@@ -205,10 +216,7 @@ impl Instance {
     /// list before [`Instance::start`]).
     pub fn follow(&self, tids: &[u32]) -> Result<()> {
         let path = self.dir.join("set_event_pid");
-        let mut f = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
+        let mut f = self.pid_file()?;
         // One write per thousand, each a line the kernel parses whole.
         for chunk in tids.chunks(1000) {
             let line: Vec<String> = chunk.iter().map(u32::to_string).collect();
@@ -317,7 +325,12 @@ impl Drop for Instance {
         let _ = self.write("tracing_on", "0");
         self.pipe = None;
         // Removing the instance frees its buffers and turns its events off.
-        let _ = fs::remove_dir(&self.dir);
+        if let Err(e) = fs::remove_dir(&self.dir) {
+            eprintln!(
+                "corral: warning: cannot remove the trace instance {}: {e} (the next `corral record` removes it)",
+                self.dir.display()
+            );
+        }
     }
 }
 
@@ -384,6 +397,17 @@ pub fn tree_tids(proc_root: &Path, pid: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracefs_is_found_in_mountinfo() {
+        let text = "22 1 0:20 / /proc rw,nosuid - proc proc rw\n\
+                    42 23 0:13 / /sys/kernel/tracing rw,relatime - tracefs none rw\n";
+        assert_eq!(
+            tracefs_mount(text),
+            Some(PathBuf::from("/sys/kernel/tracing"))
+        );
+        assert_eq!(tracefs_mount("22 1 0:20 / /proc rw - proc proc rw\n"), None);
+    }
 
     #[test]
     fn a_process_tree_s_threads() {

@@ -46,7 +46,10 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = args.seconds {
         ensure!(s.is_finite() && s > 0.0, "--seconds must be above 0");
     }
-    ensure!(args.buffer_kb >= 64, "--buffer-kb must be at least 64");
+    ensure!(
+        (64..=1 << 20).contains(&args.buffer_kb),
+        "--buffer-kb must be between 64 and 1048576 (1 GiB a CPU)"
+    );
     if let Some(from) = &args.from {
         return convert(from, args);
     }
@@ -57,22 +60,26 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         rustix::process::geteuid().is_root(),
         "recording needs root (tracefs and its instances)"
     );
-    let fs = Tracefs::open().context("cannot reach tracefs")?;
-    for name in tracefs::remove_stale(&fs) {
-        eprintln!("corral: removed the trace instance {name}, left by a recorder that was killed");
-    }
-    let mut inst = Instance::create(&fs, args.buffer_kb, SCHED_EVENTS)
-        .context("cannot create corral's trace instance")?;
+    // Signals first: from here on, a stop removes the instance. A second
+    // signal ends corral at once (a command that ignores SIGINT would
+    // otherwise keep it waiting).
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
+        signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&stop))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
             .context("cannot install signal handlers")?;
     }
-    let t0 = monotonic_ns();
+    let fs = Tracefs::open().context("cannot reach tracefs")?;
+    for name in tracefs::remove_stale(&fs) {
+        eprintln!("corral: removed the trace instance {name}, left by a recorder that was killed");
+    }
+    let mut inst = Instance::create(&fs, args.buffer_kb, SCHED_EVENTS)
+        .context("cannot create corral's trace instance")?;
+    let mut t0 = monotonic_ns();
     let started = Instant::now();
     let mut child = None;
     let roots: Vec<u32> = if let Some((program, rest)) = args.command.split_first() {
@@ -105,6 +112,7 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         inst.follow(&tids)
             .context("cannot list the threads to record")?;
         inst.start().context("cannot start tracing")?;
+        t0 = monotonic_ns();
         tids
     };
     let mut conv = Converter::new(Scope::Tree(roots.iter().copied().collect()), Some(t0));
@@ -167,7 +175,8 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         w.flush().context("cannot write the raw trace")?;
     }
     reading.warn();
-    let rec = conv.finish();
+    let mut rec = conv.finish();
+    rec.cpus = rec.cpus.max(online.len() as usize);
     let about = match args.command.split_first() {
         Some(_) => format!(
             "corral record -- {}",

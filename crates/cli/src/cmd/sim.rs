@@ -6,6 +6,7 @@ use anyhow::{bail, Context};
 use corral_sim::corral::host::SimHost;
 use corral_sim::corral::policy::{self, PolicyReport};
 use corral_sim::input::platform::{self, GroupSpec, PlatformSpec};
+use corral_sim::input::recording::{self, CommGroup};
 use corral_sim::models::Model;
 use corral_sim::out::report::{summarise, Summary};
 use corral_sim::sched::fair::Flavour;
@@ -112,7 +113,13 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let recorded = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .and_then(|mut v| v.get_mut("corral_recording").map(serde_json::Value::take));
-    let spec = platform_of(args)?;
+    let mut spec = platform_of(args)?;
+    // A recording replays on as many CPUs as it was made on, unless told.
+    if let Some(n) = recorded.as_ref().and_then(|r| r["cpus"].as_u64()) {
+        if args.platform.is_none() && args.cpus.is_none() && args.capacities.is_empty() {
+            spec.platform.capacities = vec![1024; n as usize];
+        }
+    }
     let kernel = args
         .kernel
         .or(spec.kernel)
@@ -269,12 +276,28 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
         }
         if let Some(r) = recorded {
             v["recorded"] = r.clone();
+            v["by_comm"] = by_comm(&m.stats())
+                .into_iter()
+                .map(|g| {
+                    (
+                        g.comm.clone(),
+                        serde_json::json!({
+                            "threads": g.threads,
+                            "cpu_ms": g.cpu_ns as f64 / 1e6,
+                            "wakeups": g.wakeups,
+                            "latency_p50_us": g.latency.percentile(50.0) as f64 / 1e3,
+                            "latency_p99_us": g.latency.percentile(99.0) as f64 / 1e3,
+                        }),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into();
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     match recorded {
-        Some(r) => print_against_recording(&s, r, wall),
+        Some(r) => print_against_recording(&s, &m.stats(), r, wall),
         None => print_summary(&s, wall),
     }
     let w = m.work();
@@ -408,7 +431,12 @@ fn print_summary(s: &Summary, wall: f64) {
 
 /// A recording's replay: the threads that used the most CPU live, each
 /// recorded figure beside the simulated one, and the whole run's.
-fn print_against_recording(s: &Summary, rec: &serde_json::Value, wall: f64) {
+fn print_against_recording(
+    s: &Summary,
+    stats: &[corral_sim::sched::machine::TaskStats],
+    rec: &serde_json::Value,
+    wall: f64,
+) {
     const SHOWN: usize = 20;
     println!(
         "{} on {} CPUs, {:.1} s simulated in {:.3} s ({} events)",
@@ -479,6 +507,43 @@ fn print_against_recording(s: &Summary, rec: &serde_json::Value, wall: f64) {
             rows.len() - SHOWN
         );
     }
+    // Programs pooled: a thread's p99 over a few dozen wake-ups is one
+    // draw; a program's thousands are not.
+    let sim_groups = by_comm(stats);
+    let empty = serde_json::Map::new();
+    let live_groups = rec["by_comm"].as_object().unwrap_or(&empty);
+    let mut t = Table::new(&[
+        "PROGRAM (live / simulated)",
+        "THREADS",
+        "CPU (s)",
+        "WAKEUPS",
+        "LAT P50 (us)",
+        "P99 (us)",
+    ]);
+    for (comm, live) in live_groups.iter().take(10) {
+        let Some(sim) = sim_groups.iter().find(|g| &g.comm == comm) else {
+            continue;
+        };
+        let f = |k: &str| live[k].as_f64().unwrap_or(0.0);
+        t.row(vec![
+            comm.clone(),
+            format!("{:.0}", f("threads")),
+            pair(
+                format!("{:.2}", f("cpu_ms") / 1e3),
+                format!("{:.2}", sim.cpu_ns as f64 / 1e9),
+            ),
+            pair(format!("{:.0}", f("wakeups")), sim.wakeups.to_string()),
+            pair(
+                format!("{:.0}", f("latency_p50_us")),
+                format!("{:.0}", sim.latency.percentile(50.0) as f64 / 1e3),
+            ),
+            pair(
+                format!("{:.0}", f("latency_p99_us")),
+                format!("{:.0}", sim.latency.percentile(99.0) as f64 / 1e3),
+            ),
+        ]);
+    }
+    print!("{}", t.render());
     let live_cpu: f64 = threads
         .values()
         .map(|v| v["cpu_ms"].as_f64().unwrap_or(0.0))
@@ -506,6 +571,19 @@ fn print_against_recording(s: &Summary, rec: &serde_json::Value, wall: f64) {
             String::new()
         }
     );
+}
+
+/// The simulated tasks of a recording pooled by program (comm), as the
+/// recording pools the live ones (`Recording::by_comm`).
+fn by_comm(stats: &[corral_sim::sched::machine::TaskStats]) -> Vec<CommGroup> {
+    recording::pool(stats.iter().map(|t| {
+        (
+            recording::comm_of(&t.name),
+            t.cpu_ns,
+            t.wakeups,
+            &t.wakeup_latency,
+        )
+    }))
 }
 
 /// Runs `work` for `secs` on `cpus` uniform CPUs; (events, wall seconds).

@@ -182,10 +182,13 @@ pub fn parse_line(line: &str) -> Result<Option<TraceEvent>, String> {
     }))
 }
 
-/// `comm<sep>pid` with the PID after the last separator.
+/// `comm<sep>pid` with the PID after the last separator (`pid/tid`, as
+/// `perf script -F +pid` writes it, gives the TID).
 fn split_pid(s: &str, sep: char) -> Option<(&str, u32)> {
     let (comm, pid) = s.rsplit_once(sep)?;
-    Some((comm, pid.trim().parse().ok()?))
+    let pid = pid.trim();
+    let tid = pid.rsplit_once('/').map_or(pid, |(_, t)| t);
+    Some((comm, tid.parse().ok()?))
 }
 
 /// Seconds with up to 9 decimals → ns, without going through a float.
@@ -419,6 +422,8 @@ mod tests {
         // perf script: `comm pid [cpu] ts: sched:event: fields`.
         let e = parse_line("         cc1  3990 [001]  1234.567892: sched:sched_waking: comm=as pid=3991 prio=120 target_cpu=000").unwrap().unwrap();
         assert_eq!((e.current, e.ts), (3990, 1_234_567_892_000));
+        let e = parse_line("         cc1  3988/3990 [001]  1234.567892: sched:sched_waking: comm=as pid=3991 prio=120 target_cpu=000").unwrap().unwrap();
+        assert_eq!(e.current, 3990, "perf script -F +pid: pid/tid");
         // Other events, comments and lost-event notes are skipped.
         assert_eq!(parse_line("# tracer: nop").unwrap(), None);
         assert_eq!(parse_line("CPU:1 [LOST 42 EVENTS]").unwrap(), None);

@@ -45,8 +45,9 @@ pub enum Step {
     Sleep(u64),
     /// Wakes the thread with this index (in [`Recording::threads`]).
     Wake(usize),
-    /// Waits to be woken by a recorded thread; it slept `us` live.
-    Block { us: u64 },
+    /// Waits to be woken by recorded thread `by` (an index); it slept
+    /// `us` live.
+    Block { us: u64, by: usize },
 }
 
 /// One recorded thread: its stream and its live figures.
@@ -76,6 +77,11 @@ pub struct Thread {
     /// CPU time written as `run` so far, µs (rounding on the total).
     written_us: u64,
     exiting: bool,
+    /// Seen on a CPU (as the current task or in a switch): only then is
+    /// CPU time from the start credited to it.
+    seen_on_cpu: bool,
+    /// Earlier threads with its TID in this recording (a reused TID).
+    reuse: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,28 +122,44 @@ impl Thread {
             pending_ns: 0,
             written_us: 0,
             exiting: false,
+            seen_on_cpu: false,
+            reuse: 0,
         }
     }
 
-    /// The task's name in the workload: `comm-tid`.
+    /// The task's name in the workload: `comm-tid`, and `comm-tid.N` for
+    /// the Nth later thread of a reused TID.
     pub fn name(&self) -> String {
-        format!("{}-{}", self.comm.replace(['"', '\\'], "_"), self.tid)
+        let comm = plain(&self.comm);
+        match self.reuse {
+            0 => format!("{comm}-{}", self.tid),
+            n => format!("{comm}-{}.{n}", self.tid),
+        }
+    }
+
+    /// Adds the CPU time since it went on a CPU (or since the start, for
+    /// a thread first seen leaving one) to what is not yet written.
+    fn account(&mut self, now: u64, t0: u64) {
+        match self.state {
+            State::Running { since } => self.pending_ns += now.saturating_sub(since),
+            State::Unknown => self.pending_ns += now.saturating_sub(t0),
+            _ => return,
+        }
+        self.state = State::Running { since: now };
+    }
+
+    /// A timed sleep from `since` to `until` (none under a µs).
+    fn sleep(&mut self, since: u64, until: u64) {
+        let us = until.saturating_sub(since) / 1000;
+        if us > 0 {
+            self.steps.push(Step::Sleep(us));
+        }
     }
 
     /// Writes the CPU time used so far as a `run` (merged into a `run`
     /// just before it).
     fn flush(&mut self, now: u64, t0: u64) {
-        match self.state {
-            State::Running { since } => {
-                self.pending_ns += now.saturating_sub(since);
-                self.state = State::Running { since: now };
-            }
-            State::Unknown => {
-                self.pending_ns += now.saturating_sub(t0);
-                self.state = State::Running { since: now };
-            }
-            _ => {}
-        }
+        self.account(now, t0);
         self.cpu_ns += self.pending_ns;
         self.pending_ns = 0;
         let us = self.cpu_ns / 1000 - self.written_us;
@@ -175,6 +197,8 @@ pub struct Converter {
     odd: u64,
     /// Switches onto a CPU the trace did not show, inferred.
     inferred: u64,
+    /// The highest CPU an event came from.
+    max_cpu: u32,
 }
 
 /// A converted recording.
@@ -190,6 +214,9 @@ pub struct Recording {
     /// Switches onto a CPU the trace lacked, inferred from the thread
     /// acting on a CPU (their wake-up latency is not known).
     pub inferred_switches: u64,
+    /// The machine's CPUs: the online ones when recorded live, else one
+    /// more than the highest CPU in the trace. The replay's default.
+    pub cpus: usize,
 }
 
 impl Converter {
@@ -205,6 +232,7 @@ impl Converter {
             lost: 0,
             odd: 0,
             inferred: 0,
+            max_cpu: 0,
         }
     }
 
@@ -264,33 +292,23 @@ impl Converter {
     pub fn event(&mut self, e: &TraceEvent) {
         let t0 = *self.t0.get_or_insert(e.ts);
         let ts = e.ts.max(t0);
-        self.last = self.last.max(ts);
-        // A woken thread acting on a CPU was switched in, whether or not
-        // the trace says so. (This machine's kernel, 6.18 with the host's
-        // own patches, never reported CPU 1 leaving idle: 0 of 37 in a
-        // test.) It ran from its wake-up's enqueue at the latest.
-        // A blocked thread acting on a CPU was woken unseen (a per-task
-        // `perf record` sees no other task's context): it slept until then.
+        if ts < self.last {
+            // Out of order (text merged from per-CPU buffers between two
+            // reads, or a hand-edited file): applied at the last time seen.
+            self.odd += 1;
+        }
+        let ts = ts.max(self.last);
+        self.last = ts;
+        self.max_cpu = self.max_cpu.max(e.cpu);
+        // A thread acting on a CPU is on it, whether or not the trace
+        // showed its switch in. (This machine's kernel, 6.18 with the
+        // host's own patches, never reported CPU 1 leaving idle: 0 of 37
+        // in a test; a per-task `perf record` sees no other task's
+        // context.)
         if e.current != 0 && !e.irq {
             if let Some(&i) = self.by_tid.get(&e.current) {
-                let th = &mut self.threads[i];
-                match th.state {
-                    State::Woken { at, queued } => {
-                        th.state = State::Running {
-                            since: queued.unwrap_or(at),
-                        };
-                        self.inferred += 1;
-                    }
-                    State::Blocked { since } => {
-                        let us = (ts - since) / 1000;
-                        if us > 0 {
-                            th.steps.push(Step::Sleep(us));
-                        }
-                        th.wakeups += 1;
-                        th.state = State::Running { since: ts };
-                        self.inferred += 1;
-                    }
-                    _ => {}
+                if self.in_scope(e.current) {
+                    self.switched_in_unseen(i, ts);
                 }
             }
         }
@@ -302,16 +320,13 @@ impl Converter {
             } => {
                 if let Some(i) = self.thread(prev) {
                     let th = &mut self.threads[i];
+                    th.seen_on_cpu = true;
                     match th.state {
                         State::Running { .. } | State::Unknown => {}
                         _ => self.odd += 1,
                     }
-                    if *prev_runnable && !th.exiting {
-                        if let State::Running { since } = th.state {
-                            th.pending_ns += ts.saturating_sub(since);
-                        } else if th.state == State::Unknown {
-                            th.pending_ns += ts - t0;
-                        }
+                    if *prev_runnable {
+                        th.account(ts, t0);
                         th.state = State::Runnable;
                     } else {
                         th.flush(ts, t0);
@@ -324,9 +339,17 @@ impl Converter {
                 }
                 if let Some(i) = self.thread(next) {
                     let th = &mut self.threads[i];
+                    th.seen_on_cpu = true;
                     match th.state {
-                        State::Woken { at, .. } => th.latency.record(ts - at),
+                        State::Woken { at, .. } => th.latency.record(ts.saturating_sub(at)),
                         State::Runnable | State::Unknown => {}
+                        State::Blocked { since } => {
+                            // Its wake-up was not in the trace: it slept
+                            // until now.
+                            th.sleep(since, ts);
+                            th.wakeups += 1;
+                            self.odd += 1;
+                        }
                         _ => self.odd += 1,
                     }
                     th.state = State::Running { since: ts };
@@ -336,6 +359,8 @@ impl Converter {
                 let Some(w) = self.thread(task) else { return };
                 let since = match self.threads[w].state {
                     State::Blocked { since } => since,
+                    // Present at the start and not seen yet: blocked
+                    // since then (XXX: or woken before it switched out).
                     State::Unknown => t0,
                     State::Woken { at, queued: None } if matches!(e.kind, Kind::Wakeup { .. }) => {
                         self.threads[w].state = State::Woken {
@@ -357,15 +382,17 @@ impl Converter {
                             State::Running { .. } | State::Unknown
                         )
                     });
-                let slept_us = (ts - since) / 1000;
                 match waker {
                     Some(k) => {
                         self.threads[k].flush(ts, t0);
+                        self.threads[k].seen_on_cpu = true;
                         self.threads[k].steps.push(Step::Wake(w));
-                        self.threads[w].steps.push(Step::Block { us: slept_us });
+                        self.threads[w].steps.push(Step::Block {
+                            us: ts.saturating_sub(since) / 1000,
+                            by: k,
+                        });
                     }
-                    None if slept_us > 0 => self.threads[w].steps.push(Step::Sleep(slept_us)),
-                    None => {}
+                    None => self.threads[w].sleep(since, ts),
                 }
                 let th = &mut self.threads[w];
                 th.wakeups += 1;
@@ -379,10 +406,7 @@ impl Converter {
                 let th = &mut self.threads[i];
                 if th.state == State::Unknown {
                     // Its fork was not seen: born at its first wake-up.
-                    let us = (ts - t0) / 1000;
-                    if us > 0 {
-                        th.steps.push(Step::Sleep(us));
-                    }
+                    th.sleep(t0, ts);
                     th.born_ns = Some(ts - t0);
                 }
                 th.wakeups += 1;
@@ -396,16 +420,22 @@ impl Converter {
                 if let Scope::Tree(set) = &mut self.scope {
                     set.insert(child.pid);
                 }
-                // A reused TID starts a new thread.
-                self.by_tid.remove(&child.pid);
+                // A reused TID starts a new thread, named apart.
+                let reuse = self
+                    .by_tid
+                    .remove(&child.pid)
+                    .map(|old| self.threads[old].reuse + 1);
                 let Some(c) = self.thread(child) else { return };
                 self.threads[p].flush(ts, t0);
+                self.threads[p].seen_on_cpu = true;
                 self.threads[p].steps.push(Step::Wake(c));
                 let prio = self.threads[p].prio;
                 let th = &mut self.threads[c];
                 th.prio = prio;
+                th.reuse = reuse.unwrap_or(0);
                 th.steps.push(Step::Block {
                     us: (ts - t0) / 1000,
+                    by: p,
                 });
                 th.born_ns = Some(ts - t0);
                 th.state = State::Blocked { since: ts };
@@ -441,6 +471,30 @@ impl Converter {
         }
     }
 
+    /// Thread `i` acts on a CPU at `ts`: if the trace left it off one,
+    /// it was switched in unseen.
+    fn switched_in_unseen(&mut self, i: usize, ts: u64) {
+        let th = &mut self.threads[i];
+        th.seen_on_cpu = true;
+        th.state = match th.state {
+            // From its wake-up's enqueue at the latest.
+            State::Woken { at, queued } => State::Running {
+                since: queued.unwrap_or(at),
+            },
+            // Preempted, back on a CPU: XXX from now (when it came back
+            // is not known; the CPU time in between is lost).
+            State::Runnable => State::Running { since: ts },
+            // Woken unseen: it slept until now (XXX: and ran from now).
+            State::Blocked { since } => {
+                th.sleep(since, ts);
+                th.wakeups += 1;
+                State::Running { since: ts }
+            }
+            _ => return,
+        };
+        self.inferred += 1;
+    }
+
     /// The TIDs of the threads seen that have not exited.
     pub fn alive(&self) -> Vec<u32> {
         self.by_tid
@@ -463,7 +517,11 @@ impl Converter {
         let t0 = self.t0.unwrap_or(0);
         let end = self.last;
         for th in &mut self.threads {
-            th.flush(end, t0);
+            // A thread never seen on a CPU (only woken, or moved by the
+            // balancer) is not credited the whole recording.
+            if th.state != State::Unknown || th.seen_on_cpu {
+                th.flush(end, t0);
+            }
         }
         Recording {
             threads: self.threads,
@@ -471,8 +529,23 @@ impl Converter {
             lost_events: self.lost,
             odd_events: self.odd,
             inferred_switches: self.inferred,
+            cpus: self.max_cpu as usize + 1,
         }
     }
+}
+
+/// `s` with what a JSON string would need escaped (quotes, backslashes,
+/// control characters) replaced by `_`: names and notes only.
+fn plain(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c == '"' || c == '\\' || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// `CPU:1 [LOST 42 EVENTS]`, trace_pipe's note of dropped events.
@@ -526,7 +599,7 @@ impl Recording {
             );
             if th.born_ns.is_some()
                 && !portable
-                && matches!(th.steps.first(), Some(Step::Block { .. }))
+                && matches!(th.steps.first(), Some(&Step::Block { by, .. }) if kept[by])
             {
                 s.push_str(", \"corral_forked\": true");
             }
@@ -540,7 +613,12 @@ impl Recording {
                     Step::Sleep(us) => write!(s, ", \"sleep{n}\": {us}"),
                     Step::Wake(w) if portable || !kept[w] => Ok(()),
                     Step::Wake(w) => write!(s, ", \"corral_wake{n}\": \"{}\"", names[w]),
-                    Step::Block { us } if portable => write!(s, ", \"sleep{n}\": {us}"),
+                    // Its waker is not replayed (or rt-app has no
+                    // semaphore): a sleep as long as the live one, so the
+                    // block can never wait for ever.
+                    Step::Block { us, by } if portable || !kept[by] => {
+                        write!(s, ", \"sleep{n}\": {us}")
+                    }
                     Step::Block { .. } => write!(s, ", \"corral_block{n}\": \"{}\"", names[i]),
                 };
             }
@@ -560,12 +638,13 @@ impl Recording {
         );
         let _ = write!(
             s,
-            "  \"corral_recording\": {{\"about\": \"{}\", \"seconds\": {:.6}, \"lost_events\": {}, \"odd_events\": {}, \"inferred_switches\": {}, \"threads\": {{",
-            about.replace(['"', '\\'], "_"),
+            "  \"corral_recording\": {{\"about\": \"{}\", \"seconds\": {:.6}, \"lost_events\": {}, \"odd_events\": {}, \"inferred_switches\": {}, \"cpus\": {}, \"threads\": {{",
+            plain(about),
             self.span_ns as f64 / 1e9,
             self.lost_events,
             self.odd_events,
-            self.inferred_switches
+            self.inferred_switches,
+            self.cpus
         );
         let mut first = true;
         for (i, th) in self.threads.iter().enumerate() {
@@ -589,8 +668,85 @@ impl Recording {
                 opt_s(th.exited_ns),
             );
         }
+        s.push_str("\n  }, \"by_comm\": {");
+        for (n, g) in self.by_comm().iter().enumerate() {
+            let _ = write!(
+                s,
+                "{}\n    \"{}\": {{\"threads\": {}, \"cpu_ms\": {:.3}, \"wakeups\": {}, \"latency_p50_us\": {:.1}, \"latency_p99_us\": {:.1}}}",
+                if n == 0 { "" } else { "," },
+                g.comm.replace(['"', '\\'], "_"),
+                g.threads,
+                g.cpu_ns as f64 / 1e6,
+                g.wakeups,
+                g.latency.percentile(50.0) as f64 / 1e3,
+                g.latency.percentile(99.0) as f64 / 1e3,
+            );
+        }
         s.push_str("\n  }}\n}\n");
         s
+    }
+
+    /// The kept threads pooled by program (comm), the most CPU first:
+    /// per-thread percentiles over a few dozen wake-ups are one draw
+    /// each; a program's thousands of wake-ups compare robustly.
+    pub fn by_comm(&self) -> Vec<CommGroup> {
+        let kept = self.kept();
+        let names: Vec<String> = self.threads.iter().map(Thread::name).collect();
+        let mut groups = pool(
+            self.threads
+                .iter()
+                .zip(&names)
+                .zip(kept)
+                .filter(|(_, k)| *k)
+                .map(|((th, name), _)| (comm_of(name), th.cpu_ns, th.wakeups, &th.latency)),
+        );
+        groups.sort_by_key(|g| std::cmp::Reverse(g.cpu_ns));
+        groups
+    }
+}
+
+/// Threads pooled by program: (comm, CPU ns, wake-ups, wake-up
+/// latencies) each, in order of first appearance.
+pub fn pool<'a>(
+    threads: impl IntoIterator<Item = (&'a str, u64, u64, &'a Histogram)>,
+) -> Vec<CommGroup> {
+    let mut groups: Vec<CommGroup> = Vec::new();
+    for (comm, cpu_ns, wakeups, latency) in threads {
+        let at = match groups.iter().position(|g| g.comm == comm) {
+            Some(at) => at,
+            None => {
+                groups.push(CommGroup {
+                    comm: comm.to_string(),
+                    ..CommGroup::default()
+                });
+                groups.len() - 1
+            }
+        };
+        let g = &mut groups[at];
+        g.threads += 1;
+        g.cpu_ns += cpu_ns;
+        g.wakeups += wakeups;
+        g.latency.merge(latency);
+    }
+    groups
+}
+
+/// A program's threads pooled: [`Recording::by_comm`].
+#[derive(Debug, Clone, Default)]
+pub struct CommGroup {
+    pub comm: String,
+    pub threads: usize,
+    pub cpu_ns: u64,
+    pub wakeups: u64,
+    /// Every wake-up latency of its threads, ns.
+    pub latency: Histogram,
+}
+
+/// A task name of a recording (`comm-tid`) → its comm.
+pub fn comm_of(name: &str) -> &str {
+    match name.rsplit_once('-') {
+        Some((comm, tid)) if tid.bytes().all(|b| b.is_ascii_digit()) => comm,
+        _ => name,
     }
 }
 
@@ -647,7 +803,7 @@ mod tests {
                 Step::Run(500),
                 Step::Wake(1),
                 Step::Run(100),
-                Step::Block { us: 17_140 },
+                Step::Block { us: 17_140, by: 1 },
                 Step::Run(200)
             ]
         );
@@ -657,7 +813,7 @@ mod tests {
         assert_eq!(
             cc1.steps,
             vec![
-                Step::Block { us: 500 },
+                Step::Block { us: 500, by: 0 },
                 Step::Run(5000),
                 Step::Sleep(10_000),
                 Step::Run(990),
@@ -697,6 +853,82 @@ mod tests {
             cc1.latency.count, 1,
             "the timer wake-up's latency is not known"
         );
+    }
+
+    #[test]
+    fn threads_pool_by_program() {
+        let r = convert(FORK_WAIT, &[100]);
+        let g = r.by_comm();
+        let rows: Vec<(&str, usize, u64, u64)> = g
+            .iter()
+            .map(|g| (g.comm.as_str(), g.threads, g.cpu_ns, g.latency.count))
+            .collect();
+        assert_eq!(rows, [("cc1", 1, 6_000_000, 2), ("sh", 1, 800_000, 1)]);
+        let (mut a, mut b) = (Histogram::default(), Histogram::default());
+        a.record(10);
+        b.record(30);
+        b.record(50);
+        let g = pool([("rustc", 5, 1, &a), ("cc", 1, 1, &a), ("rustc", 7, 2, &b)]);
+        assert_eq!(
+            (g[0].comm.as_str(), g[0].threads, g[0].cpu_ns, g[0].wakeups),
+            ("rustc", 2, 12, 3)
+        );
+        assert_eq!((g[0].latency.count, g[0].latency.max), (3, 50));
+        assert_eq!(comm_of("opt cgu.00-16778"), "opt cgu.00");
+        assert_eq!(comm_of("kworker/1:1-x"), "kworker/1:1-x");
+        assert!(r
+            .to_json(false, "t")
+            .contains("\"by_comm\": {\n    \"cc1\": {\"threads\": 1"));
+    }
+
+    #[test]
+    fn what_the_trace_lacks_is_inferred_and_nothing_waits_for_ever() {
+        // 300 preempted at 1.001, back on CPU 1 unseen (this kernel's idle
+        // exits), acting at 1.003 and leaving at 1.004: 1 + 1 ms of CPU
+        // (the time between is not known). 301 only moved by the
+        // balancer: no CPU. 302 woken by 303, which never ran a µs: its
+        // block replays as a sleep. 304 forked twice under one TID: two
+        // threads, named apart.
+        let trace = "\
+  a-300 [000] d..2. 1.001000: sched_switch: prev_comm=a prev_pid=300 prev_prio=120 prev_state=R+ ==> next_comm=k next_pid=9 next_prio=120
+  a-300 [001] ..... 1.003000: sched_process_fork: comm=a pid=300 child_comm=a child_pid=304
+  a-300 [001] d..2. 1.004000: sched_switch: prev_comm=a prev_pid=300 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+  m-9 [000] d..3. 1.004100: sched_migrate_task: comm=b pid=301 prio=120 orig_cpu=0 dest_cpu=1
+  m-9 [000] d..2. 1.004200: sched_switch: prev_comm=m prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=x next_pid=303 next_prio=120
+  x-303 [000] d..3. 1.004200: sched_waking: comm=c pid=302 prio=120 target_cpu=000
+  x-303 [000] d..2. 1.004200: sched_switch: prev_comm=x prev_pid=303 prev_prio=120 prev_state=S ==> next_comm=c next_pid=302 next_prio=120
+  c-302 [000] d..2. 1.006200: sched_switch: prev_comm=c prev_pid=302 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+  a-304 [001] ..... 1.006300: sched_process_exit: comm=a pid=304 prio=120 group_dead=true
+  a-304 [001] d..2. 1.006400: sched_switch: prev_comm=a prev_pid=304 prev_prio=120 prev_state=Z ==> next_comm=swapper/1 next_pid=0 next_prio=120
+  a-300 [001] ..... 1.007000: sched_process_fork: comm=a pid=300 child_comm=a child_pid=304
+";
+        let mut c = Converter::new(
+            Scope::Tree([300, 301, 302, 303].into()),
+            Some(1_000_000_000),
+        );
+        for l in trace.lines() {
+            c.line(l).unwrap();
+        }
+        let r = c.finish();
+        let by = |tid: u32| r.threads.iter().find(|t| t.tid == tid).unwrap();
+        assert_eq!(by(300).cpu_ns, 2_000_000, "{:?}", by(300).steps);
+        assert_eq!(by(301).cpu_ns, 0, "never seen on a CPU");
+        let names: Vec<String> = r
+            .threads
+            .iter()
+            .filter(|t| t.tid == 304)
+            .map(Thread::name)
+            .collect();
+        assert_eq!(names, ["a-304", "a-304.1"]);
+        // 302's waker 303 has no run: 302 sleeps instead of waiting on it.
+        let w = rtapp::parse(&r.to_json(false, "t"), "t.json").unwrap();
+        let c302 = w.tasks.iter().find(|t| t.name == "c-302").unwrap();
+        assert!(
+            matches!(c302.phases[0].events[0], Event::Sleep(4200)),
+            "{:?}",
+            c302.phases[0].events
+        );
+        assert!(w.tasks.iter().all(|t| t.name != "x-303"));
     }
 
     #[test]
@@ -751,7 +983,7 @@ CPU:1 [LOST 7 EVENTS]
             a.steps,
             vec![Step::Run(1000), Step::Wake(0), Step::Run(1000)]
         );
-        assert_eq!(b.steps[0], Step::Block { us: 1000 });
+        assert_eq!(b.steps[0], Step::Block { us: 1000, by: 1 });
         assert_eq!(policy(b.prio), ("SCHED_FIFO", 80));
         assert_eq!(policy(125), ("SCHED_OTHER", 5));
     }

@@ -79,6 +79,35 @@ impl Histogram {
         self.count == 0
     }
 
+    /// Adds every value of `other` (a histogram over several threads).
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.count == 0 {
+            return;
+        }
+        if other.counts.is_empty() {
+            // Its values are still exact.
+            for &v in &other.raw {
+                self.record(v);
+            }
+            return;
+        }
+        for v in std::mem::take(&mut self.raw) {
+            self.bucket(v);
+        }
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (mine, &theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine = mine.saturating_add(theirs);
+        }
+        if self.count == 0 || other.min < self.min {
+            self.min = other.min;
+        }
+        self.max = self.max.max(other.max);
+        self.count += other.count;
+        self.sum += other.sum;
+    }
+
     pub fn mean(&self) -> f64 {
         if self.count == 0 {
             0.0
@@ -193,6 +222,34 @@ mod tests {
         }
         for v in 0..200u64 {
             assert!(index(v + 1) >= index(v));
+        }
+    }
+
+    #[test]
+    fn merged_histograms_are_the_histogram_of_every_value() {
+        let xs: Vec<u64> = (0..1000u64).map(|i| (i * 7919) % 100_003).collect();
+        // Exact (under 64 values) into bucketed, bucketed into exact, and
+        // bucketed into bucketed give what recording all of them gives.
+        for split in [10usize, 990, 500] {
+            let (mut a, mut b, mut all) = (
+                Histogram::default(),
+                Histogram::default(),
+                Histogram::default(),
+            );
+            for &x in &xs[..split] {
+                a.record(x);
+            }
+            for &x in &xs[split..] {
+                b.record(x);
+            }
+            for &x in &xs {
+                all.record(x);
+            }
+            a.merge(&b);
+            assert_eq!((a.count, a.min, a.max), (all.count, all.min, all.max));
+            for p in [1.0, 50.0, 99.0] {
+                assert_eq!(a.percentile(p), all.percentile(p), "split {split}, p{p}");
+            }
         }
     }
 

@@ -1307,7 +1307,13 @@ impl<K: SchedClass> Machine<K> {
         task.state = State::Runnable;
         task.ready_since = now;
         task.woke_at = Some(now);
-        task.unborn = false;
+        if task.unborn {
+            // Born now: its first iteration (rt-app's log) starts here,
+            // not at the start of the run.
+            task.unborn = false;
+            task.iter_start = Some(now);
+            task.first_start = Some(now);
+        }
         if self.watched[t] {
             self.watched_woke = Some(t);
         }
@@ -1992,6 +1998,11 @@ impl<K: SchedClass> Machine<K> {
         let (phase, index) = self.next_event(t).expect("a forked task has events");
         let (id, _) = self.ids[spec][phase][index];
         self.tasks[t].unborn = true;
+        if self.tokens[id as usize] > 0 {
+            // Forked already, at this same instant.
+            self.tokens[id as usize] -= 1;
+            return self.wake(t);
+        }
         self.suspended[id as usize].push(t);
     }
 

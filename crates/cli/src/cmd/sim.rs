@@ -520,7 +520,15 @@ fn print_against_recording(
         "LAT P50 (us)",
         "P99 (us)",
     ]);
-    for (comm, live) in live_groups.iter().take(10) {
+    // The programs that used the most CPU live.
+    let mut live_groups: Vec<_> = live_groups.iter().collect();
+    live_groups.sort_by(|a, b| {
+        b.1["cpu_ms"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&a.1["cpu_ms"].as_f64().unwrap_or(0.0))
+    });
+    for (comm, live) in live_groups.into_iter().take(10) {
         let Some(sim) = sim_groups.iter().find(|g| &g.comm == comm) else {
             continue;
         };

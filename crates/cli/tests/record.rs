@@ -216,3 +216,30 @@ fn a_text_trace_from_another_tool_converts_without_root() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("sleep-12004"), "{}", text(&out));
 }
+
+#[test]
+fn privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral() {
+    if !root("privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral") {
+        return;
+    }
+    // `corral record --scope-pid $$` as a shell user runs it: corral is
+    // one of the shell's descendants, beside a busy loop.
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.json");
+    let script = format!(
+        "sh -c 'while :; do :; done' & L=$!; {} record -o {} --scope-pid $$ --seconds 1; s=$?; kill $L; exit $s",
+        env!("CARGO_BIN_EXE_corral"),
+        rec.display()
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let names: Vec<&String> = v["corral_recording"]["threads"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert!(names.iter().any(|n| n.starts_with("sh-")), "{names:?}");
+    assert!(names.iter().all(|n| !n.starts_with("corral-")), "{names:?}");
+}

@@ -101,12 +101,19 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         child = Some(c);
         vec![pid]
     } else {
+        // corral itself is never recorded: `--scope-pid $$` from a shell
+        // has it among the shell's descendants.
+        let own = tracefs::tree_tids(&paths.procfs, std::process::id());
         let mut tids = Vec::new();
         for &pid in &args.scope_pid {
             let t = tracefs::tree_tids(&paths.procfs, pid);
             ensure!(!t.is_empty(), "no process with PID {pid}");
-            tids.extend(t);
+            tids.extend(t.into_iter().filter(|t| !own.contains(t)));
         }
+        ensure!(
+            !tids.is_empty(),
+            "nothing to record: --scope-pid names only corral itself"
+        );
         // XXX: a thread forked between the listing and this write is not
         // recorded (event-fork follows only forks of listed tasks).
         inst.follow(&tids)
@@ -188,7 +195,8 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         ),
         None => format!("corral record --scope-pid {:?}", args.scope_pid),
     };
-    write(&rec, args, &about, reading.events, dropped)?;
+    // A file that cannot be written still leaves the command waited for.
+    let written = write(rec, args, &about, reading.events, dropped);
     println!(
         "corral's own cost: {:.2} s of CPU in {:.1} s ({:.1} % of a CPU)",
         own_cpu,
@@ -208,9 +216,11 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
                 c.wait().context("cannot wait for the command")?
             }
         };
+        written?;
         let code = s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0));
         return Ok(ExitCode::from(code.clamp(0, 255) as u8));
     }
+    written?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -258,13 +268,8 @@ fn convert(from: &std::path::Path, args: &RecordArgs) -> anyhow::Result<ExitCode
     }
     reading.warn();
     let rec = conv.finish();
-    ensure!(
-        rec.threads.iter().any(|t| t.cpu_ns > 0),
-        "{}: no thread ran in it (is it a trace of the sched events?)",
-        from.display()
-    );
     write(
-        &rec,
+        rec,
         args,
         &format!("converted from {}", from.display()),
         reading.events,
@@ -274,17 +279,28 @@ fn convert(from: &std::path::Path, args: &RecordArgs) -> anyhow::Result<ExitCode
 }
 
 fn write(
-    rec: &Recording,
+    mut rec: Recording,
     args: &RecordArgs,
     about: &str,
     events: u64,
     dropped: u64,
 ) -> anyhow::Result<()> {
-    let mut rec = rec.clone();
+    let kept = rec.kept().into_iter().filter(|&k| k).count();
+    ensure!(
+        kept > 0,
+        "{}: no thread ran in it ({}); nothing written",
+        args.from
+            .as_ref()
+            .map_or("the recording".into(), |f| f.display().to_string()),
+        if args.from.is_some() {
+            "is it a trace of the sched events?"
+        } else {
+            "did the command or the processes run?"
+        }
+    );
     rec.lost_events = rec.lost_events.max(dropped);
     std::fs::write(&args.output, rec.to_json(args.rtapp, about))
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    let kept = rec.threads.iter().filter(|t| t.cpu_ns > 0).count();
     let cpu: u64 = rec.threads.iter().map(|t| t.cpu_ns).sum();
     println!(
         "recorded {:.1} s: {} threads ran ({} CPU seconds), {} events, {} lost",

@@ -278,18 +278,7 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
             v["recorded"] = r.clone();
             v["by_comm"] = by_comm(&m.stats())
                 .into_iter()
-                .map(|g| {
-                    (
-                        g.comm.clone(),
-                        serde_json::json!({
-                            "threads": g.threads,
-                            "cpu_ms": g.cpu_ns as f64 / 1e6,
-                            "wakeups": g.wakeups,
-                            "latency_p50_us": g.latency.percentile(50.0) as f64 / 1e3,
-                            "latency_p99_us": g.latency.percentile(99.0) as f64 / 1e3,
-                        }),
-                    )
-                })
+                .map(|g| (g.comm.clone(), g.figures()))
                 .collect::<serde_json::Map<_, _>>()
                 .into();
         }

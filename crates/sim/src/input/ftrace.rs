@@ -141,12 +141,12 @@ pub fn parse_line(line: &str) -> Result<Option<TraceEvent>, String> {
             let f = Fields::new(body);
             Kind::Fork {
                 parent: Task {
-                    comm: f.str("comm")?,
+                    comm: f.str("comm")?.to_string(),
                     pid: f.num("pid")?,
                     prio: None,
                 },
                 child: Task {
-                    comm: f.str("child_comm")?,
+                    comm: f.str("child_comm")?.to_string(),
                     pid: f.num("child_pid")?,
                     prio: None,
                 },
@@ -156,7 +156,7 @@ pub fn parse_line(line: &str) -> Result<Option<TraceEvent>, String> {
             let f = Fields::new(body);
             Kind::Exec {
                 pid: f.num("pid")?,
-                filename: f.str("filename")?,
+                filename: f.str("filename")?.to_string(),
             }
         }
         "sched_process_exit" => Kind::Exit {
@@ -210,35 +210,43 @@ fn parse_ts(t: &str) -> Result<u64, String> {
 /// A body's `key=value` fields; a word without `=` belongs to the value
 /// before it (a comm with a space).
 struct Fields<'a> {
-    kv: Vec<(&'a str, String)>,
+    /// Each key and its value, a slice of the body (no copy: this runs
+    /// for every event the recorder reads).
+    kv: Vec<(&'a str, &'a str)>,
 }
 
 impl<'a> Fields<'a> {
     fn new(body: &'a str) -> Fields<'a> {
-        let mut kv: Vec<(&str, String)> = Vec::new();
+        let mut kv: Vec<(&str, &str)> = Vec::new();
+        // (key, start of its value) of the field being read.
+        let mut open: Option<(&str, usize)> = None;
+        let mut offset = 0;
         for word in body.split(' ') {
+            let at = offset;
+            offset += word.len() + 1;
             match word.split_once('=') {
-                Some((k, v))
+                Some((k, _))
                     if !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') =>
                 {
-                    kv.push((k, v.to_string()))
-                }
-                _ => {
-                    if let Some((_, v)) = kv.last_mut() {
-                        v.push(' ');
-                        v.push_str(word);
+                    if let Some((key, from)) = open.take() {
+                        kv.push((key, body[from..at].trim_end()));
                     }
+                    open = Some((k, at + k.len() + 1));
                 }
+                _ => {}
             }
+        }
+        if let Some((key, from)) = open {
+            kv.push((key, body[from..].trim_end()));
         }
         Fields { kv }
     }
 
-    fn str(&self, key: &str) -> Result<String, String> {
+    fn str(&self, key: &str) -> Result<&'a str, String> {
         self.kv
             .iter()
             .find(|(k, _)| *k == key)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| *v)
             .ok_or_else(|| format!("no field {key}"))
     }
 
@@ -251,7 +259,7 @@ impl<'a> Fields<'a> {
 
     fn task(&self, comm: &str, pid: &str, prio: &str) -> Result<Task, String> {
         Ok(Task {
-            comm: self.str(comm)?,
+            comm: self.str(comm)?.to_string(),
             pid: self.num(pid)?,
             prio: Some(self.num(prio)?),
         })

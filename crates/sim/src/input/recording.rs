@@ -282,6 +282,9 @@ impl Converter {
 
     /// The thread of the event's current task, created on first sight.
     fn current(&mut self, e: &TraceEvent) -> Option<usize> {
+        if !self.in_scope(e.current) {
+            return None;
+        }
         self.thread(&Task {
             comm: e.comm.clone(),
             pid: e.current,
@@ -566,7 +569,7 @@ fn policy(prio: i32) -> (&'static str, i32) {
 
 impl Recording {
     /// The threads kept in a workload: those with something to replay.
-    fn kept(&self) -> Vec<bool> {
+    pub fn kept(&self) -> Vec<bool> {
         self.threads
             .iter()
             .map(|t| t.steps.iter().any(|s| matches!(s, Step::Run(_))))
@@ -636,53 +639,44 @@ impl Recording {
             s,
             "\n  }},\n  \"global\": {{\"duration\": {duration}, \"default_policy\": \"SCHED_OTHER\"}},\n"
         );
-        let _ = write!(
-            s,
-            "  \"corral_recording\": {{\"about\": \"{}\", \"seconds\": {:.6}, \"lost_events\": {}, \"odd_events\": {}, \"inferred_switches\": {}, \"cpus\": {}, \"threads\": {{",
-            plain(about),
-            self.span_ns as f64 / 1e9,
-            self.lost_events,
-            self.odd_events,
-            self.inferred_switches,
-            self.cpus
-        );
-        let mut first = true;
-        for (i, th) in self.threads.iter().enumerate() {
-            if !kept[i] {
-                continue;
-            }
-            if !first {
-                s.push(',');
-            }
-            first = false;
-            let _ = write!(
-                s,
-                "\n    \"{}\": {{\"cpu_ms\": {:.3}, \"wakeups\": {}, \"latency_p50_us\": {:.1}, \"latency_p99_us\": {:.1}, \"migrations\": {}, \"born_s\": {}, \"exited_s\": {}}}",
-                names[i],
-                th.cpu_ns as f64 / 1e6,
-                th.wakeups,
-                th.latency.percentile(50.0) as f64 / 1e3,
-                th.latency.percentile(99.0) as f64 / 1e3,
-                th.migrations,
-                opt_s(th.born_ns),
-                opt_s(th.exited_ns),
-            );
-        }
-        s.push_str("\n  }, \"by_comm\": {");
-        for (n, g) in self.by_comm().iter().enumerate() {
-            let _ = write!(
-                s,
-                "{}\n    \"{}\": {{\"threads\": {}, \"cpu_ms\": {:.3}, \"wakeups\": {}, \"latency_p50_us\": {:.1}, \"latency_p99_us\": {:.1}}}",
-                if n == 0 { "" } else { "," },
-                g.comm.replace(['"', '\\'], "_"),
-                g.threads,
-                g.cpu_ns as f64 / 1e6,
-                g.wakeups,
-                g.latency.percentile(50.0) as f64 / 1e3,
-                g.latency.percentile(99.0) as f64 / 1e3,
-            );
-        }
-        s.push_str("\n  }}\n}\n");
+        // The live figures: order does not matter here, so serde writes
+        // them (and escapes the note).
+        let threads: serde_json::Map<String, serde_json::Value> = self
+            .threads
+            .iter()
+            .zip(&names)
+            .zip(&kept)
+            .filter(|(_, &k)| k)
+            .map(|((th, name), _)| {
+                let s = |ns: Option<u64>| ns.map(|n| n as f64 / 1e9);
+                let figures = serde_json::json!({
+                    "cpu_ms": th.cpu_ns as f64 / 1e6,
+                    "wakeups": th.wakeups,
+                    "latency_p50_us": th.latency.percentile(50.0) as f64 / 1e3,
+                    "latency_p99_us": th.latency.percentile(99.0) as f64 / 1e3,
+                    "migrations": th.migrations,
+                    "born_s": s(th.born_ns),
+                    "exited_s": s(th.exited_ns),
+                });
+                (name.clone(), figures)
+            })
+            .collect();
+        let by_comm: serde_json::Map<String, serde_json::Value> = self
+            .by_comm()
+            .iter()
+            .map(|g| (g.comm.clone(), g.figures()))
+            .collect();
+        let recording = serde_json::json!({
+            "about": about,
+            "seconds": self.span_ns as f64 / 1e9,
+            "lost_events": self.lost_events,
+            "odd_events": self.odd_events,
+            "inferred_switches": self.inferred_switches,
+            "cpus": self.cpus,
+            "threads": threads,
+            "by_comm": by_comm,
+        });
+        let _ = writeln!(s, "  \"corral_recording\": {recording}\n}}");
         s
     }
 
@@ -742,16 +736,26 @@ pub struct CommGroup {
     pub latency: Histogram,
 }
 
+impl CommGroup {
+    /// Its figures as a recording's `by_comm` holds them (and `corral
+    /// sim --json` the simulated ones).
+    pub fn figures(&self) -> serde_json::Value {
+        serde_json::json!({
+            "threads": self.threads,
+            "cpu_ms": self.cpu_ns as f64 / 1e6,
+            "wakeups": self.wakeups,
+            "latency_p50_us": self.latency.percentile(50.0) as f64 / 1e3,
+            "latency_p99_us": self.latency.percentile(99.0) as f64 / 1e3,
+        })
+    }
+}
+
 /// A task name of a recording (`comm-tid`) → its comm.
 pub fn comm_of(name: &str) -> &str {
     match name.rsplit_once('-') {
         Some((comm, tid)) if tid.bytes().all(|b| b.is_ascii_digit()) => comm,
         _ => name,
     }
-}
-
-fn opt_s(ns: Option<u64>) -> String {
-    ns.map_or("null".into(), |n| format!("{:.6}", n as f64 / 1e9))
 }
 
 #[cfg(test)]
@@ -876,9 +880,8 @@ mod tests {
         assert_eq!((g[0].latency.count, g[0].latency.max), (3, 50));
         assert_eq!(comm_of("opt cgu.00-16778"), "opt cgu.00");
         assert_eq!(comm_of("kworker/1:1-x"), "kworker/1:1-x");
-        assert!(r
-            .to_json(false, "t")
-            .contains("\"by_comm\": {\n    \"cc1\": {\"threads\": 1"));
+        let v: serde_json::Value = serde_json::from_str(&r.to_json(false, "t")).unwrap();
+        assert_eq!(v["corral_recording"]["by_comm"]["cc1"]["threads"], 1);
     }
 
     #[test]

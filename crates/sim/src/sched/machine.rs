@@ -1998,12 +1998,22 @@ impl<K: SchedClass> Machine<K> {
         let (phase, index) = self.next_event(t).expect("a forked task has events");
         let (id, _) = self.ids[spec][phase][index];
         self.tasks[t].unborn = true;
-        if self.tokens[id as usize] > 0 {
+        if self.take_post(t, id) {
             // Forked already, at this same instant.
-            self.tokens[id as usize] -= 1;
-            return self.wake(t);
+            self.wake(t);
         }
-        self.suspended[id as usize].push(t);
+    }
+
+    /// corral's `corral_block`: takes a wake-up posted to semaphore `id`
+    /// (true), or puts `t` on its waiters (false: the caller blocks it).
+    fn take_post(&mut self, t: TaskId, id: u32) -> bool {
+        let id = id as usize;
+        if self.tokens[id] > 0 {
+            self.tokens[id] -= 1;
+            return true;
+        }
+        self.suspended[id].push(t);
+        false
     }
 
     /// corral's `corral_wake`: one wake-up posted to semaphore `id` wakes
@@ -2096,10 +2106,7 @@ impl<K: SchedClass> Machine<K> {
                 Event::Resume(_) => self.resume(id),
                 Event::Wake(_) => self.post(id),
                 Event::Block(_) => {
-                    if self.tokens[id as usize] > 0 {
-                        self.tokens[id as usize] -= 1;
-                    } else {
-                        self.suspended[id as usize].push(t);
+                    if !self.take_post(t, id) {
                         return self.block(t, false);
                     }
                 }

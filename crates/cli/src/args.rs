@@ -174,8 +174,9 @@ pub enum Command {
     /// Records, through a tracefs instance of corral's own, every thread of
     /// the command (or of --scope-pid's processes) and every thread they
     /// start: CPU bursts, sleeps, who wakes whom, forks and exits. The
-    /// file is rt-app JSON with two extension events (corral_wake,
-    /// corral_block) that keep each wake-up tied to its waker, and the
+    /// file is rt-app JSON with extension events that keep each wake-up
+    /// tied to its waker (corral_wake, corral_block) and a periodic
+    /// thread's wake-ups at their instants (corral_until), and the
     /// live figures of each thread for comparison: `corral sim FILE`
     /// replays it and prints the simulated figures beside the recorded
     /// ones, `--policy corral` predicts corral's effect. Needs root.
@@ -491,7 +492,9 @@ pub struct RecordArgs {
     /// becomes a sleep as long as the live one.
     #[arg(long)]
     pub rtapp: bool,
-    /// Also keep the trace's text in FILE (what --from reads).
+    /// Also keep the trace's text in FILE (what --from reads; it carries
+    /// the recorder's start, scope and each thread's CPUs as `# corral`
+    /// lines, so --from makes the same recording).
     #[arg(long, value_name = "FILE", conflicts_with = "from")]
     pub raw: Option<PathBuf>,
     /// Trace buffer per CPU, KiB.

@@ -50,10 +50,26 @@ fn privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
     let threads = v["corral_recording"]["threads"].as_object().unwrap();
+    // (The recorder, also `corral`, ran beside it: background.)
     let (frame, live) = threads
         .iter()
-        .find(|(n, _)| n.starts_with("corral-"))
+        .find(|(n, t)| n.starts_with("corral-") && t["background"] == false)
         .unwrap_or_else(|| panic!("no frame loop in {:?}", threads.keys()));
+    // It sleeps to absolute deadlines: found periodic, replayed to its
+    // live instants.
+    let period = live["period_us"].as_u64();
+    assert!(
+        period.is_some_and(|p| p.abs_diff(10_000) < 500),
+        "{frame}: period {period:?}"
+    );
+    assert!(
+        v["tasks"][frame]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with("corral_until")),
+        "{frame}"
+    );
     // 100 frames of 2 ms: ~200 ms of CPU and ~100 wake-ups.
     let cpu = live["cpu_ms"].as_f64().unwrap();
     assert!((170.0..260.0).contains(&cpu), "{frame}: {cpu} ms");

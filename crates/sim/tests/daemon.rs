@@ -477,9 +477,12 @@ fn the_sampled_util_avg_is_pelts_on_an_eevdf_kernel_and_absent_on_2_6_32() {
 /// (the kernel's `cgroup_exit`), so the group can be removed.
 #[test]
 fn a_recorded_fork_is_unseen_until_forked_and_an_exited_thread_leaves_its_group() {
+    // "bg" is the recording's background: outside the daemon's scope,
+    // never sampled however much it runs.
     let json = r#"{"tasks": {
         "parent": {"loop": 1, "run": 20000, "corral_wake": "child", "run1": 1000},
-        "child": {"loop": 1, "corral_forked": true, "corral_block": "child", "run": 5000}
+        "child": {"loop": 1, "corral_forked": true, "corral_block": "child", "run": 5000},
+        "bg": {"loop": 1, "corral_background": true, "run": 30000}
     }}"#;
     let mut host = SimHost::new(machine(json, 2));
     host.machine_mut().run_until(10_000_000);
@@ -493,9 +496,11 @@ fn a_recorded_fork_is_unseen_until_forked_and_an_exited_thread_leaves_its_group(
     assert_eq!(
         seen,
         [SimHost::<Fair>::tid_of(0)],
-        "the child is not forked yet"
+        "the child is not forked yet, the background not sampled"
     );
-    host.machine_mut().run_until(22_000_000);
+    // (advance_to: the changes below are made at 22 ms, as the policy
+    // driver makes them.)
+    host.machine_mut().advance_to(22_000_000);
     let child = SimHost::<Fair>::tid_of(1);
     assert!(host
         .sample()

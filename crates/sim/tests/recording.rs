@@ -21,7 +21,14 @@ fn a_per_task_perf_script_trace_converts_and_replays() {
     // sleep.
     let sleep = &r.threads[2];
     assert!(
-        sleep.steps.contains(&Step::Sleep(20_189)),
+        sleep.steps.iter().any(|s| matches!(
+            s,
+            Step::Sleep {
+                us: 20_189,
+                absolute: false,
+                ..
+            }
+        )),
         "{:?}",
         sleep.steps
     );

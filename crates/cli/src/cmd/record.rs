@@ -6,7 +6,7 @@ use crate::args::RecordArgs;
 use anyhow::{bail, ensure, Context};
 use corral_linux::tracefs::{self, Instance, Tracefs, SCHED_EVENTS};
 use corral_linux::HostPaths;
-use corral_sim::input::recording::{Converter, Recording, Scope};
+use corral_sim::input::recording::{Converter, Directive, Recording, Scope};
 use std::io::{BufRead, BufWriter, IsTerminal, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -122,13 +122,25 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         t0 = monotonic_ns();
         tids
     };
-    let mut conv = Converter::new(Scope::Tree(roots.iter().copied().collect()), Some(t0));
+    let online = corral_linux::sysfs::read_topology(paths)
+        .map(|t| t.online)
+        .unwrap_or_default();
     let mut raw = match &args.raw {
         Some(p) => Some(BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
         None => None,
     };
+    let mut conv = Converter::new(Scope::All, None);
+    tell(
+        &mut conv,
+        &mut raw,
+        Directive::Start {
+            t0,
+            online: online.len() as usize,
+            scope: roots.clone(),
+        },
+    );
     let mut reading = Reading::default();
     let limit = args
         .seconds
@@ -137,22 +149,13 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let progress = std::io::stderr().is_terminal();
     let mut next_note = Duration::from_secs(5);
     let mut status = None;
-    let mut read = |inst: &mut Instance, conv: &mut Converter, reading: &mut Reading| {
-        inst.drain(|l| {
-            if let Some(w) = raw.as_mut() {
-                let _ = writeln!(w, "{l}");
-            }
-            reading.line(conv, l);
-        })
-    };
-    let online = corral_linux::sysfs::read_topology(paths)
-        .map(|t| t.online)
-        .unwrap_or_default();
     let mut affinity = Affinity::default();
     loop {
         std::thread::sleep(Duration::from_millis(100));
-        read(&mut inst, &mut conv, &mut reading).context("cannot read the trace")?;
-        affinity.read(paths, &online, &mut conv);
+        read(&mut inst, &mut conv, &mut reading, &mut raw).context("cannot read the trace")?;
+        for d in affinity.read(paths, &online, &conv) {
+            tell(&mut conv, &mut raw, d);
+        }
         let elapsed = started.elapsed();
         if progress && elapsed >= next_note {
             eprintln!(
@@ -173,7 +176,7 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         }
     }
     inst.stop().context("cannot stop tracing")?;
-    read(&mut inst, &mut conv, &mut reading).context("cannot read the trace")?;
+    read(&mut inst, &mut conv, &mut reading, &mut raw).context("cannot read the trace")?;
     let dropped = inst.lost();
     drop(inst);
     let wall = started.elapsed();
@@ -182,8 +185,7 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         w.flush().context("cannot write the raw trace")?;
     }
     reading.warn();
-    let mut rec = conv.finish();
-    rec.cpus = rec.cpus.max(online.len() as usize);
+    let rec = conv.finish();
     let about = match args.command.split_first() {
         Some(_) => format!(
             "corral record -- {}",
@@ -230,16 +232,25 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
 /// itself after it starts (cyclictest's measuring thread) is caught.
 #[derive(Default)]
 struct Affinity {
-    seen: std::collections::HashSet<u32>,
+    /// What each thread was last told: `None` for all online CPUs.
+    last: std::collections::HashMap<u32, Option<Vec<u32>>>,
     polls: u64,
 }
 
 impl Affinity {
-    fn read(&mut self, paths: &HostPaths, online: &corral_core::CpuSet, conv: &mut Converter) {
+    /// The threads whose CPUs changed since the last read (or were not
+    /// read yet).
+    fn read(
+        &mut self,
+        paths: &HostPaths,
+        online: &corral_core::CpuSet,
+        conv: &Converter,
+    ) -> Vec<Directive> {
         self.polls += 1;
         let all = self.polls.is_multiple_of(10);
+        let mut changed = Vec::new();
         for tid in conv.alive() {
-            if !self.seen.insert(tid) && !all {
+            if self.last.contains_key(&tid) && !all {
                 continue;
             }
             // A thread that exited meanwhile keeps what was read before.
@@ -247,9 +258,38 @@ impl Affinity {
                 continue;
             };
             let narrowed = online.iter().any(|c| !set.contains(c));
-            conv.set_cpus(tid, narrowed.then(|| set.iter().collect()));
+            let cpus = narrowed.then(|| set.iter().collect::<Vec<u32>>());
+            if self.last.get(&tid) != Some(&cpus) {
+                self.last.insert(tid, cpus.clone());
+                changed.push(Directive::Cpus { tid, cpus });
+            }
         }
+        changed
     }
+}
+
+/// What the events do not say, to the converter and, as a comment line,
+/// into the raw trace, so that `--from` makes the same recording.
+fn tell(conv: &mut Converter, raw: &mut Option<BufWriter<std::fs::File>>, d: Directive) {
+    if let Some(w) = raw.as_mut() {
+        let _ = writeln!(w, "{}", d.line());
+    }
+    conv.directive(d);
+}
+
+/// Reads what the trace has now, into the converter and the raw file.
+fn read(
+    inst: &mut Instance,
+    conv: &mut Converter,
+    reading: &mut Reading,
+    raw: &mut Option<BufWriter<std::fs::File>>,
+) -> corral_linux::Result<usize> {
+    inst.drain(|l| {
+        if let Some(w) = raw.as_mut() {
+            let _ = writeln!(w, "{l}");
+        }
+        reading.line(conv, l);
+    })
 }
 
 /// `--from FILE`: a text trace someone made.

@@ -276,7 +276,7 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
         }
         if let Some(r) = recorded {
             v["recorded"] = r.clone();
-            v["by_comm"] = by_comm(&m.stats())
+            v["by_comm"] = by_comm(&m.stats(), r)
                 .into_iter()
                 .map(|g| (g.comm.clone(), g.figures()))
                 .collect::<serde_json::Map<_, _>>()
@@ -440,7 +440,9 @@ fn print_against_recording(
         threads.len(),
         rec["lost_events"].as_u64().unwrap_or(0)
     );
-    let mut rows: Vec<_> = threads.iter().collect();
+    let (bg, mut rows): (Vec<_>, Vec<_>) = threads
+        .iter()
+        .partition(|(_, t)| t["background"].as_bool().unwrap_or(false));
     rows.sort_by(|a, b| {
         b.1["cpu_ms"]
             .as_f64()
@@ -496,9 +498,27 @@ fn print_against_recording(
             rows.len() - SHOWN
         );
     }
+    if !bg.is_empty() {
+        let live: f64 = bg
+            .iter()
+            .map(|(_, t)| t["cpu_ms"].as_f64().unwrap_or(0.0))
+            .sum();
+        let sim: f64 = s
+            .tasks
+            .iter()
+            .filter(|t| is_background(&rec["threads"], &t.name))
+            .map(|t| t.cpu_s)
+            .sum();
+        println!(
+            "Background (ran beside it, outside the scope; replayed at its live instants): {} threads, CPU {:.2} s live / {:.2} s simulated",
+            bg.len(),
+            live / 1e3,
+            sim
+        );
+    }
     // Programs pooled: a thread's p99 over a few dozen wake-ups is one
     // draw; a program's thousands are not.
-    let sim_groups = by_comm(stats);
+    let sim_groups = by_comm(stats, rec);
     let empty = serde_json::Map::new();
     let live_groups = rec["by_comm"].as_object().unwrap_or(&empty);
     let mut t = Table::new(&[
@@ -571,16 +591,31 @@ fn print_against_recording(
 }
 
 /// The simulated tasks of a recording pooled by program (comm), as the
-/// recording pools the live ones (`Recording::by_comm`).
-fn by_comm(stats: &[corral_sim::sched::machine::TaskStats]) -> Vec<CommGroup> {
-    recording::pool(stats.iter().map(|t| {
-        (
-            recording::comm_of(&t.name),
-            t.cpu_ns,
-            t.wakeups,
-            &t.wakeup_latency,
-        )
-    }))
+/// recording pools the live ones (`Recording::by_comm`): its background
+/// left out.
+fn by_comm(
+    stats: &[corral_sim::sched::machine::TaskStats],
+    rec: &serde_json::Value,
+) -> Vec<CommGroup> {
+    let threads = &rec["threads"];
+    recording::pool(
+        stats
+            .iter()
+            .filter(|t| !is_background(threads, &t.name))
+            .map(|t| {
+                (
+                    recording::comm_of(&t.name),
+                    t.cpu_ns,
+                    t.wakeups,
+                    &t.wakeup_latency,
+                )
+            }),
+    )
+}
+
+/// Whether a recording's thread is background (outside the scope).
+fn is_background(threads: &serde_json::Value, name: &str) -> bool {
+    threads[name]["background"].as_bool().unwrap_or(false)
 }
 
 /// Runs `work` for `secs` on `cpus` uniform CPUs; (events, wall seconds).

@@ -323,7 +323,13 @@ impl<K: SchedClass> Host for SimHost<K> {
 
     fn sample(&mut self) -> Result<Snapshot, SimError> {
         let threads = (0..self.m.ntasks())
-            .filter(|&t| self.m.task_state(t) != TaskState::Exited && self.m.task_born(t))
+            // A recording's background (`corral_background`) is outside
+            // the daemon's scope, as on the live machine.
+            .filter(|&t| {
+                self.m.task_state(t) != TaskState::Exited
+                    && self.m.task_born(t)
+                    && !self.m.spec_of(t).background
+            })
             .map(|t| self.sample_of(t))
             .collect();
         Ok(Snapshot {

@@ -40,9 +40,15 @@ use std::fmt::Write as _;
 pub enum Step {
     /// CPU work, µs.
     Run(u64),
-    /// A timed sleep, µs (woken by a timer, an interrupt, or a thread not
-    /// recorded).
-    Sleep(u64),
+    /// A timed sleep of `us` µs (woken by a timer, an interrupt, or a
+    /// thread not recorded), ending `end_us` after the recording's start;
+    /// `absolute` for a periodic thread's ([`periodic`]), replayed to end
+    /// at that instant.
+    Sleep {
+        us: u64,
+        end_us: u64,
+        absolute: bool,
+    },
     /// Wakes the thread with this index (in [`Recording::threads`]).
     Wake(usize),
     /// Waits to be woken by recorded thread `by` (an index); it slept
@@ -69,7 +75,7 @@ pub struct Thread {
     /// When it exited, ns after the recording's start.
     pub exited_ns: Option<u64>,
     /// The CPUs it may use when they are not all of them (events do not
-    /// say: the recorder reads it from `/proc`, [`Converter::set_cpus`]).
+    /// say: the recorder reads it from `/proc`, [`Directive::Cpus`]).
     pub cpus: Option<Vec<u32>>,
     state: State,
     /// CPU time since the last `run` written, ns.
@@ -82,6 +88,12 @@ pub struct Thread {
     seen_on_cpu: bool,
     /// Earlier threads with its TID in this recording (a reused TID).
     reuse: u32,
+    /// Its period, µs, when its timed sleeps end on a grid ([`periodic`]).
+    pub period_us: Option<u64>,
+    /// Not in the recorded scope: what else ran on the machine
+    /// ([`Background`]), replayed to its live instants and left alone by
+    /// the simulated daemon.
+    pub background: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +136,8 @@ impl Thread {
             exiting: false,
             seen_on_cpu: false,
             reuse: 0,
+            period_us: None,
+            background: false,
         }
     }
 
@@ -135,6 +149,40 @@ impl Thread {
             0 => format!("{comm}-{}", self.tid),
             n => format!("{comm}-{}.{n}", self.tid),
         }
+    }
+
+    /// A background thread from an outsider's stretches: each starts at
+    /// its live instant (`corral_until`) and runs as long; none under a
+    /// millisecond in all. Held to its CPU when it was seen on only one.
+    fn outsider(pid: u32, o: Outsider, t0: u64) -> Option<Thread> {
+        let total: u64 = o.runs.iter().map(|r| r.1).sum();
+        if total < 1_000_000 {
+            return None;
+        }
+        let mut th = Thread::new(pid, &o.comm);
+        th.prio = o.prio;
+        th.background = true;
+        th.seen_on_cpu = true;
+        th.cpu_ns = total;
+        let (mut at, mut sum_ns) = (t0, 0);
+        for (start, len) in o.runs {
+            th.sleep(at, start, t0);
+            if let Some(Step::Sleep { absolute, .. }) = th.steps.last_mut() {
+                *absolute = true;
+            }
+            // µs rounded on the running total, as for a recorded thread.
+            sum_ns += len;
+            let us = sum_ns / 1000 - th.written_us;
+            if us > 0 {
+                th.steps.push(Step::Run(us));
+                th.written_us += us;
+            }
+            at = start + len;
+        }
+        if o.cpus.count_ones() == 1 {
+            th.cpus = Some(vec![o.cpus.trailing_zeros()]);
+        }
+        Some(th)
     }
 
     /// Adds the CPU time since it went on a CPU (or since the start, for
@@ -149,10 +197,14 @@ impl Thread {
     }
 
     /// A timed sleep from `since` to `until` (none under a µs).
-    fn sleep(&mut self, since: u64, until: u64) {
+    fn sleep(&mut self, since: u64, until: u64, t0: u64) {
         let us = until.saturating_sub(since) / 1000;
         if us > 0 {
-            self.steps.push(Step::Sleep(us));
+            self.steps.push(Step::Sleep {
+                us,
+                end_us: until.saturating_sub(t0) / 1000,
+                absolute: false,
+            });
         }
     }
 
@@ -199,6 +251,76 @@ pub struct Converter {
     inferred: u64,
     /// The highest CPU an event came from.
     max_cpu: u32,
+    /// The CPUs online when recorded live.
+    online: usize,
+    /// Tasks outside the scope seen on a CPU, in a live (PID-filtered)
+    /// recording.
+    background: Option<Background>,
+}
+
+/// What else ran on the CPUs during a live recording: tasks outside the
+/// scope (kernel threads, other programs, the recorder itself) compete
+/// with the workload, and their long bursts are much of its wake-up
+/// latency's tail (a kernel thread running 3–8 ms at a time here). The
+/// PID filter shows a switch when either side is in scope, so an
+/// outsider's stretch on a CPU is known when both its switch in and its
+/// switch out were shown; others are not counted (XXX: stretches between
+/// two outsiders, or from idle, are missed).
+#[derive(Debug, Default)]
+struct Background {
+    tasks: FastMap<u32, Outsider>,
+    /// Per CPU, the outsider put on it by the last switch shown.
+    on: Vec<Option<(u32, u64)>>,
+}
+
+#[derive(Debug)]
+struct Outsider {
+    comm: String,
+    prio: i32,
+    /// (start, length) of each stretch on a CPU, ns on the trace clock.
+    runs: Vec<(u64, u64)>,
+    /// The CPUs it was seen on (a bit each, the first 64).
+    cpus: u64,
+}
+
+impl Background {
+    /// A switch on `cpu` at `ts` from `prev` to `next`, either an
+    /// outsider (`out_*`: whether it is one).
+    fn switch(
+        &mut self,
+        cpu: u32,
+        ts: u64,
+        prev: &Task,
+        out_prev: bool,
+        next: &Task,
+        out_next: bool,
+    ) {
+        let c = cpu as usize;
+        if self.on.len() <= c {
+            self.on.resize(c + 1, None);
+        }
+        if let Some((pid, since)) = self.on[c].take() {
+            if out_prev && pid == prev.pid {
+                let o = self.tasks.get_mut(&pid).expect("seen going on");
+                o.runs.push((since, ts.saturating_sub(since)));
+                if cpu < 64 {
+                    o.cpus |= 1 << cpu;
+                }
+            }
+        }
+        if out_next {
+            let o = self.tasks.entry(next.pid).or_insert_with(|| Outsider {
+                comm: next.comm.clone(),
+                prio: 120,
+                runs: Vec::new(),
+                cpus: 0,
+            });
+            if let Some(p) = next.prio {
+                o.prio = p;
+            }
+            self.on[c] = Some((next.pid, ts));
+        }
+    }
 }
 
 /// A converted recording.
@@ -233,13 +355,20 @@ impl Converter {
             odd: 0,
             inferred: 0,
             max_cpu: 0,
+            online: 0,
+            background: None,
         }
     }
 
-    /// One line of text: an event, a lost-events note, or nothing.
+    /// One line of text: an event, a lost-events note, one of
+    /// [`Directive`]'s lines, or nothing.
     pub fn line(&mut self, line: &str) -> Result<(), String> {
         if let Some(n) = lost_events(line) {
             self.lost += n;
+            return Ok(());
+        }
+        if let Some(d) = Directive::parse(line)? {
+            self.directive(d);
             return Ok(());
         }
         if let Some(e) = ftrace::parse_line(line)? {
@@ -321,6 +450,13 @@ impl Converter {
                 prev_runnable,
                 next,
             } => {
+                let (out_prev, out_next) = (
+                    prev.pid != 0 && !self.in_scope(prev.pid),
+                    next.pid != 0 && !self.in_scope(next.pid),
+                );
+                if let Some(bg) = self.background.as_mut() {
+                    bg.switch(e.cpu, ts, prev, out_prev, next, out_next);
+                }
                 if let Some(i) = self.thread(prev) {
                     let th = &mut self.threads[i];
                     th.seen_on_cpu = true;
@@ -349,7 +485,7 @@ impl Converter {
                         State::Blocked { since } => {
                             // Its wake-up was not in the trace: it slept
                             // until now.
-                            th.sleep(since, ts);
+                            th.sleep(since, ts, t0);
                             th.wakeups += 1;
                             self.odd += 1;
                         }
@@ -395,7 +531,7 @@ impl Converter {
                             by: k,
                         });
                     }
-                    None => self.threads[w].sleep(since, ts),
+                    None => self.threads[w].sleep(since, ts, t0),
                 }
                 let th = &mut self.threads[w];
                 th.wakeups += 1;
@@ -409,7 +545,7 @@ impl Converter {
                 let th = &mut self.threads[i];
                 if th.state == State::Unknown {
                     // Its fork was not seen: born at its first wake-up.
-                    th.sleep(t0, ts);
+                    th.sleep(t0, ts, t0);
                     th.born_ns = Some(ts - t0);
                 }
                 th.wakeups += 1;
@@ -477,6 +613,7 @@ impl Converter {
     /// Thread `i` acts on a CPU at `ts`: if the trace left it off one,
     /// it was switched in unseen.
     fn switched_in_unseen(&mut self, i: usize, ts: u64) {
+        let t0 = self.t0.unwrap_or(0);
         let th = &mut self.threads[i];
         th.seen_on_cpu = true;
         th.state = match th.state {
@@ -489,7 +626,7 @@ impl Converter {
             State::Runnable => State::Running { since: ts },
             // Woken unseen: it slept until now (XXX: and ran from now).
             State::Blocked { since } => {
-                th.sleep(since, ts);
+                th.sleep(since, ts, t0);
                 th.wakeups += 1;
                 State::Running { since: ts }
             }
@@ -507,10 +644,26 @@ impl Converter {
             .collect()
     }
 
-    /// The CPUs thread `tid` may use (`None`: all of them), as last read.
-    pub fn set_cpus(&mut self, tid: u32, cpus: Option<Vec<u32>>) {
-        if let Some(&i) = self.by_tid.get(&tid) {
-            self.threads[i].cpus = cpus;
+    /// What the recorder knew beside the events (also read back from a
+    /// raw trace's lines).
+    pub fn directive(&mut self, d: Directive) {
+        match d {
+            Directive::Start { t0, online, scope } => {
+                self.t0.get_or_insert(t0);
+                self.online = online;
+                self.background = Some(Background::default());
+                // A scope given for the conversion wins.
+                if matches!(self.scope, Scope::All) {
+                    self.scope = Scope::Tree(scope.into_iter().collect());
+                }
+            }
+            // The CPUs thread `tid` may use (`None`: all of them), as
+            // last read.
+            Directive::Cpus { tid, cpus } => {
+                if let Some(&i) = self.by_tid.get(&tid) {
+                    self.threads[i].cpus = cpus;
+                }
+            }
         }
     }
 
@@ -525,6 +678,28 @@ impl Converter {
             if th.state != State::Unknown || th.seen_on_cpu {
                 th.flush(end, t0);
             }
+            th.period_us = periodic(th.steps.iter().filter_map(|s| match *s {
+                Step::Sleep { end_us, .. } => Some(end_us),
+                _ => None,
+            }));
+            if th.period_us.is_some() {
+                for s in &mut th.steps {
+                    if let Step::Sleep { absolute, .. } = s {
+                        *absolute = true;
+                    }
+                }
+            }
+        }
+        let mut outsiders: Vec<(u32, Outsider)> = self
+            .background
+            .take()
+            .map(|b| b.tasks.into_iter().collect())
+            .unwrap_or_default();
+        outsiders.sort_by_key(|(pid, _)| *pid);
+        for (pid, o) in outsiders {
+            if let Some(th) = Thread::outsider(pid, o, t0) {
+                self.threads.push(th);
+            }
         }
         Recording {
             threads: self.threads,
@@ -532,8 +707,90 @@ impl Converter {
             lost_events: self.lost,
             odd_events: self.odd,
             inferred_switches: self.inferred,
-            cpus: self.max_cpu as usize + 1,
+            cpus: (self.max_cpu as usize + 1).max(self.online),
         }
+    }
+}
+
+/// What a live recorder knows that the events do not say, written into
+/// its raw trace as comment lines (`# corral …`, which other readers skip)
+/// so that `--from` converts that file into the same recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Directive {
+    /// `# corral start t0=NS online=N scope=TID,TID…`: when recording
+    /// started (trace clock), the CPUs online, the threads recorded.
+    Start {
+        t0: u64,
+        online: usize,
+        scope: Vec<u32>,
+    },
+    /// `# corral cpus TID LIST|all`: the CPUs a thread may use, read from
+    /// `/proc` (events do not carry them).
+    Cpus { tid: u32, cpus: Option<Vec<u32>> },
+}
+
+impl Directive {
+    const PREFIX: &'static str = "# corral ";
+
+    /// The line it is written as (no newline).
+    pub fn line(&self) -> String {
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        match self {
+            Directive::Start { t0, online, scope } => format!(
+                "{}start t0={t0} online={online} scope={}",
+                Self::PREFIX,
+                list(scope)
+            ),
+            Directive::Cpus { tid, cpus } => format!(
+                "{}cpus {tid} {}",
+                Self::PREFIX,
+                cpus.as_deref().map_or("all".into(), list)
+            ),
+        }
+    }
+
+    /// The directive on `line`, if it is one.
+    pub fn parse(line: &str) -> Result<Option<Directive>, String> {
+        let Some(rest) = line.strip_prefix(Self::PREFIX) else {
+            return Ok(None);
+        };
+        let bad = || format!("not a corral directive ({line:?})");
+        let num = |s: &str| s.parse::<u64>().map_err(|_| bad());
+        let list = |s: &str| -> Result<Vec<u32>, String> {
+            s.split(',')
+                .filter(|x| !x.is_empty())
+                .map(|x| x.parse().map_err(|_| bad()))
+                .collect()
+        };
+        let mut words = rest.split_whitespace();
+        let d = match words.next() {
+            Some("start") => {
+                let (mut t0, mut online, mut scope) = (None, 0, Vec::new());
+                for w in words {
+                    match w.split_once('=').ok_or_else(bad)? {
+                        ("t0", v) => t0 = Some(num(v)?),
+                        ("online", v) => online = num(v)? as usize,
+                        ("scope", v) => scope = list(v)?,
+                        _ => return Err(bad()),
+                    }
+                }
+                Directive::Start {
+                    t0: t0.ok_or_else(bad)?,
+                    online,
+                    scope,
+                }
+            }
+            Some("cpus") => {
+                let tid = num(words.next().ok_or_else(bad)?)? as u32;
+                let cpus = match words.next().ok_or_else(bad)? {
+                    "all" => None,
+                    v => Some(list(v)?),
+                };
+                Directive::Cpus { tid, cpus }
+            }
+            _ => return Err(bad()),
+        };
+        Ok(Some(d))
     }
 }
 
@@ -550,6 +807,39 @@ fn plain(s: &str) -> String {
         })
         .collect()
 }
+
+/// Periodicity by behaviour: a thread whose timed sleeps (those no
+/// recorded thread ended) end on a period's grid sleeps to absolute
+/// deadlines, as a frame loop or cyclictest does, and replayed with
+/// relative sleeps it would run its periods back to back after a delay
+/// (its peak use, and its class, would change). The period is the median
+/// interval between the sleeps' ends, µs; periodic when there are at
+/// least [`PERIODIC_MIN`] of them, the period is at least 100 µs, and at
+/// least 80 % of the intervals are within 10 % of a whole number of
+/// periods (a late thread skips periods).
+pub fn periodic(ends: impl Iterator<Item = u64>) -> Option<u64> {
+    let ends: Vec<u64> = ends.collect();
+    if ends.len() < PERIODIC_MIN {
+        return None;
+    }
+    let mut d: Vec<u64> = ends.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
+    d.sort_unstable();
+    let m = d[d.len() / 2];
+    if m < 100 {
+        return None;
+    }
+    let on_grid = d
+        .iter()
+        .filter(|&&x| {
+            let k = ((x + m / 2) / m).max(1);
+            x.abs_diff(k * m) * 10 <= m
+        })
+        .count();
+    (on_grid * 5 >= d.len() * 4).then_some(m)
+}
+
+/// The fewest timed sleeps [`periodic`] judges.
+pub const PERIODIC_MIN: usize = 20;
 
 /// `CPU:1 [LOST 42 EVENTS]`, trace_pipe's note of dropped events.
 pub fn lost_events(line: &str) -> Option<u64> {
@@ -606,6 +896,9 @@ impl Recording {
             {
                 s.push_str(", \"corral_forked\": true");
             }
+            if th.background && !portable {
+                s.push_str(", \"corral_background\": true");
+            }
             if let Some(cpus) = &th.cpus {
                 let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
                 let _ = write!(s, ", \"cpus\": [{}]", list.join(", "));
@@ -613,7 +906,12 @@ impl Recording {
             for (n, step) in th.steps.iter().enumerate() {
                 let _ = match *step {
                     Step::Run(us) => write!(s, ", \"run{n}\": {us}"),
-                    Step::Sleep(us) => write!(s, ", \"sleep{n}\": {us}"),
+                    Step::Sleep {
+                        end_us,
+                        absolute: true,
+                        ..
+                    } if !portable => write!(s, ", \"corral_until{n}\": {end_us}"),
+                    Step::Sleep { us, .. } => write!(s, ", \"sleep{n}\": {us}"),
                     Step::Wake(w) if portable || !kept[w] => Ok(()),
                     Step::Wake(w) => write!(s, ", \"corral_wake{n}\": \"{}\"", names[w]),
                     // Its waker is not replayed (or rt-app has no
@@ -657,6 +955,8 @@ impl Recording {
                     "migrations": th.migrations,
                     "born_s": s(th.born_ns),
                     "exited_s": s(th.exited_ns),
+                    "period_us": th.period_us,
+                    "background": th.background,
                 });
                 (name.clone(), figures)
             })
@@ -691,7 +991,7 @@ impl Recording {
                 .iter()
                 .zip(&names)
                 .zip(kept)
-                .filter(|(_, k)| *k)
+                .filter(|((th, _), k)| *k && !th.background)
                 .map(|((th, name), _)| (comm_of(name), th.cpu_ns, th.wakeups, &th.latency)),
         );
         groups.sort_by_key(|g| std::cmp::Reverse(g.cpu_ns));
@@ -819,7 +1119,11 @@ mod tests {
             vec![
                 Step::Block { us: 500, by: 0 },
                 Step::Run(5000),
-                Step::Sleep(10_000),
+                Step::Sleep {
+                    us: 10_000,
+                    end_us: 16_700,
+                    absolute: false
+                },
                 Step::Run(990),
                 Step::Wake(0),
                 Step::Run(10)
@@ -989,5 +1293,176 @@ CPU:1 [LOST 7 EVENTS]
         assert_eq!(b.steps[0], Step::Block { us: 1000, by: 1 });
         assert_eq!(policy(b.prio), ("SCHED_FIFO", 80));
         assert_eq!(policy(125), ("SCHED_OTHER", 5));
+    }
+
+    #[test]
+    fn periodic_sleeps_are_told_by_their_grid_not_their_lengths() {
+        // A 60 Hz frame loop: ends on a 16 667 µs grid with ±150 µs of
+        // jitter, two periods skipped once (a late frame): periodic.
+        let grid: Vec<u64> = (0..40)
+            .filter(|&k| k != 17)
+            .map(|k| 5_000 + k * 16_667 + [0, 150, 40, 90][k as usize % 4])
+            .collect();
+        assert!(periodic(grid.iter().copied()).unwrap().abs_diff(16_667) < 200);
+        // Too few to judge.
+        assert_eq!(periodic(grid[..PERIODIC_MIN - 1].iter().copied()), None);
+        // A relative sleeper whose work varies (1–9 ms of running between
+        // 10 ms sleeps): no grid.
+        let mut t = 0;
+        let relative: Vec<u64> = (0..40u64)
+            .map(|k| {
+                t += 10_000 + (k * 7_919) % 9_000;
+                t
+            })
+            .collect();
+        assert_eq!(periodic(relative.into_iter()), None);
+    }
+
+    #[test]
+    fn a_periodic_thread_s_sleeps_replay_to_their_instants() {
+        // A thread woken by a timer (hardirq) every 10 ms for 30 periods,
+        // running 1 ms each: its sleeps become corral_until at their live
+        // ends (µs after t0), the portable form keeps rt-app's sleep.
+        let mut trace = String::new();
+        for k in 0..30u64 {
+            let wake = 1_000_000_000 + k * 10_000_000;
+            let off = wake + 1_000_000;
+            let _ = writeln!(
+                trace,
+                "  <idle>-0 [000] dNh2. {}.{:06}: sched_waking: comm=p pid=300 prio=120 target_cpu=000",
+                wake / 1_000_000_000,
+                wake % 1_000_000_000 / 1000
+            );
+            let _ = writeln!(
+                trace,
+                "  <idle>-0 [000] d..2. {}.{:06}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=p next_pid=300 next_prio=120",
+                wake / 1_000_000_000,
+                wake % 1_000_000_000 / 1000 + 20
+            );
+            let _ = writeln!(
+                trace,
+                "  p-300 [000] d..2. {}.{:06}: sched_switch: prev_comm=p prev_pid=300 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+                off / 1_000_000_000,
+                off % 1_000_000_000 / 1000
+            );
+        }
+        let mut c = Converter::new(Scope::Tree([300].into()), Some(999_000_000));
+        for l in trace.lines() {
+            c.line(l).unwrap();
+        }
+        let r = c.finish();
+        let p = &r.threads[0];
+        assert_eq!(p.period_us, Some(10_000));
+        let ends: Vec<u64> = p
+            .steps
+            .iter()
+            .filter_map(|s| match *s {
+                Step::Sleep {
+                    end_us,
+                    absolute: true,
+                    ..
+                } => Some(end_us),
+                _ => None,
+            })
+            .collect();
+        // The first wake-up ends the sleep since t0 (1 ms before it).
+        assert_eq!(ends.len(), 30);
+        assert_eq!((ends[0], ends[29]), (1_000, 1_000 + 29 * 10_000));
+        let json = r.to_json(false, "test");
+        assert!(json.contains("\"corral_until2\": 11000"), "{json}");
+        let portable = r.to_json(true, "test");
+        assert!(!portable.contains("corral_until"));
+        assert!(portable.contains("\"sleep2\": 9000"), "{portable}");
+    }
+
+    #[test]
+    fn a_raw_trace_s_directives_make_the_live_recording() {
+        for d in [
+            Directive::Start {
+                t0: 1_999_000_000,
+                online: 4,
+                scope: vec![200, 201],
+            },
+            Directive::Cpus {
+                tid: 201,
+                cpus: Some(vec![0, 2]),
+            },
+            Directive::Cpus {
+                tid: 201,
+                cpus: None,
+            },
+        ] {
+            assert_eq!(
+                Directive::parse(&d.line()),
+                Ok(Some(d.clone())),
+                "{}",
+                d.line()
+            );
+        }
+        assert!(Directive::parse("# corral cpus x all").is_err());
+        assert!(
+            Directive::parse("# corral start online=2").is_err(),
+            "no t0"
+        );
+        assert_eq!(Directive::parse("# tracer: nop"), Ok(None));
+        // The start sets t0, the scope (202 is out) and the CPU count;
+        // the CPUs follow the thread.
+        let trace = "\
+# corral start t0=1999000000 online=4 scope=200,201
+  a-200 [000] d..3. 2.000000: sched_waking: comm=b pid=201 prio=120 target_cpu=001
+  a-200 [000] d..3. 2.000000: sched_waking: comm=c pid=202 prio=120 target_cpu=001
+# corral cpus 201 1
+  a-200 [000] d..2. 2.001000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=b next_pid=201 next_prio=120
+";
+        let mut c = Converter::new(Scope::All, None);
+        for l in trace.lines() {
+            c.line(l).unwrap();
+        }
+        let r = c.finish();
+        assert_eq!((r.threads.len(), r.cpus, r.span_ns), (2, 4, 2_000_000));
+        assert_eq!(r.threads[0].cpus, Some(vec![1]));
+        assert_eq!(r.threads[1].steps[0], Step::Run(1000));
+    }
+
+    #[test]
+    fn what_ran_beside_the_scope_replays_as_background_at_its_instants() {
+        // A live recording of 200: a kernel thread (71) runs 3 ms between
+        // two of 200's stretches on CPU 0; a kworker (12) goes on at
+        // 10 ms, but its switch out (to idle) was not shown, so its
+        // stretch is not known and not counted.
+        let trace = "\
+# corral start t0=1000000000 online=2 scope=200
+  a-200 [000] d..2. 1.002000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=R+ ==> next_comm=kdamond.0 next_pid=71 next_prio=120
+  kdamond.0-71 [000] d..2. 1.005000: sched_switch: prev_comm=kdamond.0 prev_pid=71 prev_prio=120 prev_state=I ==> next_comm=a next_pid=200 next_prio=120
+  a-200 [000] d..2. 1.010000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=kworker/0:1 next_pid=12 next_prio=120
+  <idle>-0 [000] d..2. 1.012000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=200 next_prio=120
+";
+        let mut c = Converter::new(Scope::All, None);
+        for l in trace.lines() {
+            c.line(l).unwrap();
+        }
+        let r = c.finish();
+        let names: Vec<String> = r.threads.iter().map(Thread::name).collect();
+        assert_eq!(names, ["a-200", "kdamond.0-71"]);
+        let (a, k) = (&r.threads[0], &r.threads[1]);
+        assert!(!a.background && k.background);
+        assert_eq!(a.cpu_ns, 7_000_000, "2 ms + 5 ms, the outsider's 3 ms not");
+        assert_eq!(k.cpu_ns, 3_000_000);
+        assert_eq!(
+            k.steps,
+            [
+                Step::Sleep {
+                    us: 2_000,
+                    end_us: 2_000,
+                    absolute: true
+                },
+                Step::Run(3_000)
+            ]
+        );
+        assert_eq!(k.cpus, Some(vec![0]));
+        let json = r.to_json(false, "test");
+        assert!(json.contains("\"corral_background\": true"), "{json}");
+        // The programs compared leave it out.
+        assert_eq!(r.by_comm().len(), 1);
     }
 }

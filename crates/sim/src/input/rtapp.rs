@@ -23,8 +23,14 @@
 //! kept); `"corral_block": "T"` takes one, blocking until there is one.
 //! rt-app's `resume` is a condition variable's broadcast, lost when nobody
 //! waits, so a recorded thread whose waker ran first in a replay would wait
-//! for ever. rt-app refuses these keys; `corral record --rtapp` writes a
-//! file without them.
+//! for ever. And `corral_until`: `"corral_until": T` sleeps until T µs
+//! after the workload's start (at once when that is past), a recorded
+//! periodic thread's wake-up at the instant it had live; rt-app's `timer`
+//! counts one period per call, which drifts once a late thread skipped a
+//! period live. Two task keys: `corral_forked` (born at its first
+//! `corral_block`'s wake-up, a recorded fork) and `corral_background`
+//! (outside the scope a simulated corral manages). rt-app refuses these
+//! keys; `corral record --rtapp` writes a file without them.
 //! `global` keys that only steer rt-app's own logging and set-up
 //! (`calibration`, `logdir`, `log_basename`, `log_size`, `ftrace`,
 //! `gnuplot`, `lock_pages`, `frag`, `io_device`, `mem_buffer_size`,
@@ -84,6 +90,8 @@ pub enum Event {
     Wake(Name),
     /// corral's extension: take one wake-up from a semaphore, waiting for it.
     Block(Name),
+    /// corral's extension: sleep until this many µs after the start.
+    Until(u64),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -112,6 +120,10 @@ pub struct Task {
     /// corral's extension: born at its first `corral_wake` (a recorded
     /// fork), not at the start.
     pub forked: bool,
+    /// corral's extension: what else ran on the recorded machine, outside
+    /// the scope corral was asked to manage (the simulated daemon leaves
+    /// it alone, as the live one does).
+    pub background: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -181,6 +193,7 @@ const EVENT_PREFIXES: &[&str] = &[
     "yield",
     "corral_wake",
     "corral_block",
+    "corral_until",
 ];
 
 /// Keys of a task object that are not events.
@@ -193,6 +206,7 @@ const TASK_KEYS: &[&str] = &[
     "taskgroup",
     "phases",
     "corral_forked",
+    "corral_background",
 ];
 
 struct Ctx<'a> {
@@ -365,6 +379,7 @@ impl Ctx<'_> {
             "yield" => Event::Yield,
             "corral_wake" => Event::Wake(self.string(v, key)?.into()),
             "corral_block" => Event::Block(self.string(v, key)?.into()),
+            "corral_until" => Event::Until(self.uint(v, key)?),
             _ => unreachable!("every prefix is handled"),
         }))
     }
@@ -455,6 +470,7 @@ impl Ctx<'_> {
             loops: -1,
             phases: Vec::new(),
             forked: false,
+            background: false,
         };
         let mut priority = None;
         let mut phases = None;
@@ -479,6 +495,11 @@ impl Ctx<'_> {
                 "phases" => phases = Some(self.object(v, k)?),
                 "corral_forked" => {
                     task.forked = v
+                        .as_bool()
+                        .ok_or_else(|| self.err(v, Some(k), "expected true or false"))?;
+                }
+                "corral_background" => {
+                    task.background = v
                         .as_bool()
                         .ok_or_else(|| self.err(v, Some(k), "expected true or false"))?;
                 }

@@ -2090,6 +2090,15 @@ impl<K: SchedClass> Machine<K> {
                     return;
                 }
                 &Event::Sleep(us) => return self.hrtimer_sleep(t, now + us * 1000),
+                // A recorded wake-up's instant: the live one already
+                // carried its timer slack, so none is added.
+                &Event::Until(us) if us * 1000 > now => {
+                    self.block(t, false);
+                    let gen = self.tasks[t].gen;
+                    self.q.at(us * 1000, Ev::Wake(t, gen));
+                    return;
+                }
+                Event::Until(_) => {}
                 Event::Timer {
                     name,
                     period_us,
@@ -2304,6 +2313,28 @@ mod tests {
         );
         assert_eq!(s[1].wakeups, 2, "its start and the post");
         assert!(s[1].exited_at.unwrap() >= 3_500_000, "{:?}", s[1].exited_at);
+    }
+
+    #[test]
+    fn corral_until_wakes_at_the_instant_not_after_a_late_start() {
+        // "p" sleeps until 10 ms after the start, however long its first
+        // 1 ms of work took sharing one CPU with a 6 ms hog; it wakes at
+        // 10 ms, runs 1 ms, and its second instant (5 ms) is past, so it
+        // goes on at once: it ends at 12 ms. Relative sleeps of the same
+        // lengths end at 19 ms.
+        let json = r#"{"tasks": {
+            "hog": {"loop": 1, "run": 6000},
+            "p": {"loop": 1, "run": 1000, "corral_until": 10000, "run1": 1000,
+                  "corral_until1": 5000, "run2": 1000}
+        }}"#;
+        let s = run(json, 1, 0.1);
+        let end = s[1].exited_at.expect("p ended");
+        // Its start, the one wake-up at 10 ms; then 2 ms of work.
+        assert_eq!(s[1].wakeups, 2);
+        assert!((12_000_000..12_100_000).contains(&end), "{end}");
+        // The same with relative sleeps ends at least 5 ms later.
+        let s = run(&json.replace("corral_until", "sleep"), 1, 0.1);
+        assert!(s[1].exited_at.unwrap() > 17_000_000, "{:?}", s[1].exited_at);
     }
 
     #[test]

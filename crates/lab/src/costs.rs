@@ -26,6 +26,12 @@
 //!   polling the halted vCPU): here 66, 77, 99, 110 and 123 µs (medians)
 //!   after 1, 2, 5, 10 and 20 ms. XXX: the simulator takes one figure,
 //!   the one after 5 ms, the middle of that range.
+//! - **Timer wake-up that preempts**: the same sleeps on a CPU kept busy
+//!   by a SCHED_IDLE thread, which any other wake-up preempts
+//!   (`check_preempt_wakeup_fair`): from each instant to the clock read
+//!   after the return is the timer interrupt on a busy CPU, the wake-up,
+//!   the resched at the interrupt's exit and the switch — what a wake-up
+//!   that preempts costs before the woken task runs (no idle exit in it).
 //! - **Migration**: a thread writes a working set the size of its CPU's
 //!   L2 cache (every 64-byte line), pass after pass; a pass right after
 //!   it moved to the other CPU, less a pass where its data already is,
@@ -47,6 +53,7 @@ pub struct Costs {
     pub context_switch_ns: u64,
     pub wakeup_ns: u64,
     pub timer_wakeup_ns: u64,
+    pub timer_preempt_ns: u64,
     pub migration_ns: u64,
     pub tick_ns: u64,
 }
@@ -56,10 +63,11 @@ impl Costs {
     pub fn toml(&self) -> String {
         let us = |ns: u64| format!("\"{:.2}us\"", ns as f64 / 1000.0);
         format!(
-            "\n[costs]\ncontext_switch = {}\nwakeup = {}\ntimer_wakeup = {}\nmigration = {}\ntick = {}\n",
+            "\n[costs]\ncontext_switch = {}\nwakeup = {}\ntimer_wakeup = {}\ntimer_preempt = {}\nmigration = {}\ntick = {}\n",
             us(self.context_switch_ns),
             us(self.wakeup_ns),
             us(self.timer_wakeup_ns),
+            us(self.timer_preempt_ns),
             us(self.migration_ns),
             us(self.tick_ns)
         )
@@ -191,6 +199,42 @@ fn timer_wakeup(cpu: usize, n: usize) -> Result<u64> {
     }
     let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(own));
     Ok(median(late))
+}
+
+/// [`timer_wakeup`] on `cpu` kept busy by a SCHED_IDLE thread of ours
+/// (spinning until the sleeps end), which each wake-up preempts.
+fn timer_preempt(cpu: usize, n: usize) -> Result<u64> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let spinner = s.spawn(|| -> Result<()> {
+            pin(cpu)?;
+            let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+            let attr = corral_linux::sched::sched_getattr(tid)
+                .map_err(|e| Error::Measurement(format!("sched_getattr: {e}")))?;
+            corral_linux::sched::sched_setattr(
+                tid,
+                &corral_linux::sched::SchedAttr {
+                    sched_policy: libc::SCHED_IDLE as u32,
+                    sched_nice: 0,
+                    ..attr
+                },
+            )
+            .map_err(|e| Error::Measurement(format!("SCHED_IDLE: {e}")))?;
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+            Ok(())
+        });
+        // Let the spinner get onto its CPU first.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let r = timer_wakeup(cpu, n);
+        stop.store(true, Ordering::Relaxed);
+        let spun = spinner
+            .join()
+            .unwrap_or_else(|_| Err(Error::Measurement("the spinning thread panicked".into())));
+        spun.and(r)
+    })
 }
 
 /// The L2 cache of `cpu`, bytes (sysfs `cache/index2/size`, "1024K"); 1
@@ -333,6 +377,10 @@ fn measure_here(a: usize, b: usize, mut progress: impl FnMut(&str)) -> Result<Re
     const SLEEPS: usize = 200;
     progress(&format!("{SLEEPS} timed sleeps on CPU {b}"));
     let timer = timer_wakeup(b, SLEEPS)?;
+    progress(&format!(
+        "{SLEEPS} timed sleeps on CPU {b} busy with a SCHED_IDLE thread"
+    ));
+    let preempt = timer_preempt(b, SLEEPS)?;
     let bytes = l2_bytes(a);
     progress(&format!(
         "a {} KiB working set moved between CPUs {a} and {b}",
@@ -347,6 +395,7 @@ fn measure_here(a: usize, b: usize, mut progress: impl FnMut(&str)) -> Result<Re
         context_switch_ns: same.saturating_sub(2 * sr) / 2,
         wakeup_ns: remote.saturating_sub(2 * sr) / 2,
         timer_wakeup_ns: timer,
+        timer_preempt_ns: preempt,
         migration_ns: moved.saturating_sub(warm),
         tick_ns: median(tick_gaps),
     };
@@ -377,6 +426,7 @@ mod tests {
             context_switch_ns: 2_140,
             wakeup_ns: 31_000,
             timer_wakeup_ns: 98_000,
+            timer_preempt_ns: 21_000,
             migration_ns: 45_500,
             tick_ns: 3_010,
         };
@@ -388,10 +438,11 @@ mod tests {
                 got.context_switch,
                 got.wakeup,
                 got.timer_wakeup,
+                got.timer_preempt,
                 got.migration,
                 got.tick
             ),
-            (2_140, 31_000, 98_000, 45_500, 3_010)
+            (2_140, 31_000, 98_000, 21_000, 45_500, 3_010)
         );
     }
 
@@ -427,7 +478,11 @@ mod tests {
         assert_eq!(rustix::thread::current_timer_slack().unwrap(), slack);
         let c = r.costs;
         assert!(
-            c.context_switch_ns > 0 && c.wakeup_ns > 0 && c.timer_wakeup_ns > 0 && r.tick_gaps > 0,
+            c.context_switch_ns > 0
+                && c.wakeup_ns > 0
+                && c.timer_wakeup_ns > 0
+                && c.timer_preempt_ns > 0
+                && r.tick_gaps > 0,
             "{r:?}"
         );
     }

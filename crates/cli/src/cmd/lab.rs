@@ -792,10 +792,11 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         let (a, b) = two_cpus(paths, None)?;
         let r = corral_lab::costs::measure(a, b, |l| eprintln!("corral lab validate: costs: {l}"))?;
         eprintln!(
-            "corral lab validate: costs: switch {} ns, wake-up {} ns, timer wake-up {} ns, migration {} ns, tick {} ns",
+            "corral lab validate: costs: switch {} ns, wake-up {} ns, timer wake-up {} ns, preempting {} ns, migration {} ns, tick {} ns",
             r.costs.context_switch_ns,
             r.costs.wakeup_ns,
             r.costs.timer_wakeup_ns,
+            r.costs.timer_preempt_ns,
             r.costs.migration_ns,
             r.costs.tick_ns
         );
@@ -1450,6 +1451,12 @@ pub fn costs(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Result
             r.timer_sleeps,
             r.timer_sleep_ns / 1_000_000
         ),
+    ]);
+    t.row(vec![
+        "timer wake-up that preempts".into(),
+        c.timer_preempt_ns.to_string(),
+        "the same sleeps on that CPU busy with a SCHED_IDLE thread, which each wake-up preempts"
+            .into(),
     ]);
     t.row(vec![
         "migration (cache refill)".into(),

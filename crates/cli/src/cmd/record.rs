@@ -25,7 +25,10 @@ struct Reading {
 
 impl Reading {
     fn line(&mut self, conv: &mut Converter, line: &str) {
-        self.events += 1;
+        // Comment lines (a header, corral's own directives) are no events.
+        if !line.trim_start().starts_with('#') {
+            self.events += 1;
+        }
         if let Err(e) = conv.line(line) {
             self.bad += 1;
             self.first_bad.get_or_insert_with(|| format!("{e}: {line}"));
@@ -226,20 +229,31 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Each recorded thread's CPUs, which events do not carry: read from
-/// `/proc/TID/status` when a thread is first seen (within a poll of its
-/// birth) and again every second while it lives, so a thread that pins
-/// itself after it starts (cyclictest's measuring thread) is caught.
+/// Each recorded thread's CPUs and cgroup, which events do not carry:
+/// read from `/proc/TID/status` and `/proc/TID/cgroup` when a thread is
+/// first seen (within a poll of its birth) and again every second while
+/// it lives, so a thread that pins itself after it starts (cyclictest's
+/// measuring thread) or is moved is caught.
 #[derive(Default)]
 struct Affinity {
     /// What each thread was last told: `None` for all online CPUs.
     last: std::collections::HashMap<u32, Option<Vec<u32>>>,
+    /// Each thread's cgroup, as last told.
+    cgroup: std::collections::HashMap<u32, String>,
     polls: u64,
 }
 
+/// A thread's cgroup of the cpu controller: v1's `cpu`, else v2's.
+fn cpu_cgroup(paths: &HostPaths, tid: u32) -> Option<String> {
+    let entries = corral_linux::procfs::cgroups(paths, Some(tid)).ok()?;
+    let v1 = entries.iter().find(|e| e.has_controller("cpu"));
+    v1.or_else(|| entries.iter().find(|e| e.is_v2()))
+        .map(|e| e.path.clone())
+}
+
 impl Affinity {
-    /// The threads whose CPUs changed since the last read (or were not
-    /// read yet).
+    /// The threads whose CPUs or cgroup changed since the last read (or
+    /// were not read yet).
     fn read(
         &mut self,
         paths: &HostPaths,
@@ -262,6 +276,12 @@ impl Affinity {
             if self.last.get(&tid) != Some(&cpus) {
                 self.last.insert(tid, cpus.clone());
                 changed.push(Directive::Cpus { tid, cpus });
+            }
+            if let Some(path) = cpu_cgroup(paths, tid) {
+                if self.cgroup.get(&tid) != Some(&path) {
+                    self.cgroup.insert(tid, path.clone());
+                    changed.push(Directive::Cgroup { tid, path });
+                }
             }
         }
         changed

@@ -21,6 +21,7 @@
 //! context_switch = "2.1us"              # as `corral lab costs` measures it;
 //! wakeup = "30us"                       # each optional, nil by default
 //! timer_wakeup = "100us"                # (timer_wakeup: wakeup's when not given)
+//! timer_preempt = "20us"
 //! migration = "40us"
 //! tick = "3us"
 //!
@@ -92,6 +93,7 @@ struct CostsEntry {
     context_switch: Option<String>,
     wakeup: Option<String>,
     timer_wakeup: Option<String>,
+    timer_preempt: Option<String>,
     migration: Option<String>,
     tick: Option<String>,
 }
@@ -246,6 +248,7 @@ fn costs(c: &CostsEntry, at: At) -> Result<crate::sched::machine::Costs, Error> 
             None => wakeup,
             Some(_) => time("timer_wakeup", &c.timer_wakeup)?,
         },
+        timer_preempt: time("timer_preempt", &c.timer_preempt)?,
         migration: time("migration", &c.migration)?,
         tick: time("tick", &c.tick)?,
     })

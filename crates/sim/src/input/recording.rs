@@ -90,6 +90,9 @@ pub struct Thread {
     reuse: u32,
     /// Its period, µs, when its timed sleeps end on a grid ([`periodic`]).
     pub period_us: Option<u64>,
+    /// Its cgroup of the cpu controller when not the root
+    /// ([`Directive::Cgroup`]): the replay's `taskgroup`.
+    pub cgroup: Option<String>,
     /// Not in the recorded scope: what else ran on the machine
     /// ([`Background`]), replayed to its live instants and left alone by
     /// the simulated daemon.
@@ -137,6 +140,7 @@ impl Thread {
             seen_on_cpu: false,
             reuse: 0,
             period_us: None,
+            cgroup: None,
             background: false,
         }
     }
@@ -664,6 +668,12 @@ impl Converter {
                     self.threads[i].cpus = cpus;
                 }
             }
+            // Its cgroup, as last read (the root: none).
+            Directive::Cgroup { tid, path } => {
+                if let Some(&i) = self.by_tid.get(&tid) {
+                    self.threads[i].cgroup = (path != "/").then_some(path);
+                }
+            }
         }
     }
 
@@ -727,6 +737,9 @@ pub enum Directive {
     /// `# corral cpus TID LIST|all`: the CPUs a thread may use, read from
     /// `/proc` (events do not carry them).
     Cpus { tid: u32, cpus: Option<Vec<u32>> },
+    /// `# corral cgroup TID PATH`: the thread's cgroup of the cpu
+    /// controller (v1's `cpu`, else v2's), read from `/proc`.
+    Cgroup { tid: u32, path: String },
 }
 
 impl Directive {
@@ -746,6 +759,9 @@ impl Directive {
                 Self::PREFIX,
                 cpus.as_deref().map_or("all".into(), list)
             ),
+            Directive::Cgroup { tid, path } => {
+                format!("{}cgroup {tid} {}", Self::PREFIX, plain(path))
+            }
         }
     }
 
@@ -787,6 +803,17 @@ impl Directive {
                     v => Some(list(v)?),
                 };
                 Directive::Cpus { tid, cpus }
+            }
+            Some("cgroup") => {
+                let tid = num(words.next().ok_or_else(bad)?)? as u32;
+                // The path is the rest of the line (it may hold spaces).
+                let path = rest
+                    .split_once(char::is_whitespace)
+                    .and_then(|(_, r)| r.trim_start().split_once(char::is_whitespace))
+                    .map(|(_, p)| p.trim().to_string())
+                    .filter(|p| p.starts_with('/'))
+                    .ok_or_else(bad)?;
+                Directive::Cgroup { tid, path }
             }
             _ => return Err(bad()),
         };
@@ -902,6 +929,11 @@ impl Recording {
             if let Some(cpus) = &th.cpus {
                 let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
                 let _ = write!(s, ", \"cpus\": [{}]", list.join(", "));
+            }
+            // (rt-app would make the group on the machine it runs on: the
+            // portable form leaves it out.)
+            if let Some(g) = th.cgroup.as_ref().filter(|_| !portable) {
+                let _ = write!(s, ", \"taskgroup\": \"{}\"", plain(g));
             }
             for (n, step) in th.steps.iter().enumerate() {
                 let _ = match *step {
@@ -1391,6 +1423,10 @@ CPU:1 [LOST 7 EVENTS]
                 tid: 201,
                 cpus: None,
             },
+            Directive::Cgroup {
+                tid: 201,
+                path: "/corral-lab-7/work group".into(),
+            },
         ] {
             assert_eq!(
                 Directive::parse(&d.line()),
@@ -1412,6 +1448,8 @@ CPU:1 [LOST 7 EVENTS]
   a-200 [000] d..3. 2.000000: sched_waking: comm=b pid=201 prio=120 target_cpu=001
   a-200 [000] d..3. 2.000000: sched_waking: comm=c pid=202 prio=120 target_cpu=001
 # corral cpus 201 1
+# corral cgroup 200 /lab/work
+# corral cgroup 201 /
   a-200 [000] d..2. 2.001000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=b next_pid=201 next_prio=120
 ";
         let mut c = Converter::new(Scope::All, None);
@@ -1421,6 +1459,12 @@ CPU:1 [LOST 7 EVENTS]
         let r = c.finish();
         assert_eq!((r.threads.len(), r.cpus, r.span_ns), (2, 4, 2_000_000));
         assert_eq!(r.threads[0].cpus, Some(vec![1]));
+        assert_eq!(r.threads[1].cgroup.as_deref(), Some("/lab/work"));
+        assert_eq!(r.threads[0].cgroup, None, "the root is none");
+        assert!(r
+            .to_json(false, "t")
+            .contains("\"taskgroup\": \"/lab/work\""));
+        assert!(!r.to_json(true, "t").contains("taskgroup"));
         assert_eq!(r.threads[1].steps[0], Step::Run(1000));
     }
 

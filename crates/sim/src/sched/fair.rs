@@ -955,7 +955,34 @@ impl Fair {
                 _ => break,
             }
         }
+        self.slice_up(self.entities[e].rq);
         self.update_shares_up(first);
+    }
+
+    /// The walk up the queued ancestors that ends `enqueue_task_fair` and
+    /// `dequeue_entities` (6.12+): each group entity still queued takes its
+    /// own queue's smallest slice (`se->slice = cfs_rq_min_slice(...)`),
+    /// so a short request that wakes deep in the hierarchy shortens the
+    /// protection of every group above it. Its deadline moves at its next
+    /// `update_deadline`, as in the kernel.
+    fn slice_up(&mut self, mut rq: RqId) {
+        if self.flavour != Flavour::Eevdf {
+            return;
+        }
+        let base = self.tun.base_slice_ns;
+        while let Some(se) = self.rqs[rq].se {
+            if !self.entities[se].on_rq {
+                break;
+            }
+            let (old, new) = (self.entities[se].slice, self.min_slice(rq));
+            let parent = self.entities[se].rq;
+            if old != new {
+                let r = &mut self.rqs[parent];
+                r.odd_slices = r.odd_slices + (new != base) as usize - (old != base) as usize;
+                self.entities[se].slice = new;
+            }
+            rq = parent;
+        }
     }
 
     /// `requeue_delayed_entity`: a delayed entity's queue is wanted again
@@ -2069,6 +2096,7 @@ impl SchedClass for Fair {
                 _ => break,
             }
         }
+        self.slice_up(rq);
         self.update_shares_up(first);
     }
 
@@ -2622,6 +2650,28 @@ mod tests {
         assert_eq!(Tunables::for_cpus(64).wakeup_granularity_ns, 4_000_000);
         // This 2-CPU machine's /proc/self/sched shows se.slice 1400000.
         assert_eq!(Tunables::for_cpus(2).base_slice_ns, 1_400_000);
+    }
+
+    /// `enqueue_task_fair`'s and `dequeue_entities`' second loop: a
+    /// group entity already queued takes its queue's smallest slice when a
+    /// short request joins the queue below it, and gives it back when
+    /// that request leaves.
+    #[test]
+    fn a_queued_group_entity_takes_its_queue_s_smallest_slice() {
+        let mut f = Fair::eevdf(1);
+        f.set_task_group(0, "/g").unwrap();
+        f.set_task_group(1, "/g").unwrap();
+        f.set_slice(1, Some(300_000)).unwrap();
+        f.enqueue(0, 0, false, 0);
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        let g = f.by_path["/g"];
+        let ge = f.rqs[f.groups[g].rqs[0]].se.unwrap();
+        let base = f.tun.base_slice_ns;
+        assert_eq!(f.entities[ge].slice, base);
+        f.enqueue(0, 1, true, 100_000);
+        assert_eq!(f.entities[ge].slice, 300_000, "the short request's");
+        f.dequeue(0, 1, false, 200_000);
+        assert_eq!(f.entities[ge].slice, base, "given back");
     }
 
     #[test]

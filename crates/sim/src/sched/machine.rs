@@ -70,7 +70,14 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 ///   later (the IPI, the idle exit, the switch from idle);
 /// - `timer_wakeup`: a task whose timed sleep ends onto an idle CPU runs
 ///   that much later (the timer interrupt, the idle exit, the switch
-///   from idle; on a virtual machine the host's timer too).
+///   from idle; on a virtual machine the host's timer too);
+/// - `timer_preempt`: a task whose timed sleep ends onto a busy CPU and
+///   preempts the task running there runs that much later (the timer
+///   interrupt, the resched at its exit, the switch).
+///
+/// XXX: a wake-up by a task that preempts costs nothing here (the IPI to
+/// a busy CPU, or the waker's own next preemption point, is not
+/// modelled).
 ///
 /// XXX: a timed sleep that ends onto another idle CPU than its timer's
 /// pays `timer_wakeup` alone, not the timer's interrupt and an IPI.
@@ -85,6 +92,7 @@ pub struct Costs {
     pub context_switch: Ns,
     pub wakeup: Ns,
     pub timer_wakeup: Ns,
+    pub timer_preempt: Ns,
     pub migration: Ns,
     pub tick: Ns,
 }
@@ -1345,7 +1353,11 @@ impl<K: SchedClass> Machine<K> {
             }
             Some(_) => {
                 if self.k.check_preempt_wakeup(cpu, t, now) {
-                    self.q.after(0, Ev::Preempt(cpu));
+                    let cost = match by {
+                        Waker::Task => 0,
+                        Waker::Timer => self.platform.costs.timer_preempt,
+                    };
+                    self.q.after(cost, Ev::Preempt(cpu));
                 }
             }
         }
@@ -2462,6 +2474,24 @@ mod tests {
         assert_eq!((p.max, p.min), (80_000, 30_000), "{p:?}");
         assert!(p.percentile(50.0).abs_diff(80_000) < 800, "{p:?}");
         assert_eq!((q.max, q.min), (30_000, 30_000), "{q:?}");
+        // On a CPU busy with a SCHED_IDLE hog, which every wake-up
+        // preempts: each timed wake-up runs `timer_preempt` later (its
+        // start, a wake-up onto a CPU the hog may not have yet, aside).
+        let busy = r#"{"tasks": {
+            "hog": {"loop": 1, "cpus": [0], "policy": "SCHED_IDLE", "run": 2000000},
+            "p": {"loop": 100, "cpus": [0], "run": 100,
+                "timer": {"ref": "t", "period": 10000, "mode": "absolute"}}}}"#;
+        let mut p = Platform::uniform(1);
+        p.costs = Costs {
+            timer_preempt: 20_000,
+            ..Default::default()
+        };
+        let mut m = Machine::new(p, parse(busy, "test").unwrap(), Fair::eevdf(1)).unwrap();
+        m.run_until(1_200_000_000);
+        let l = &m.stats()[1].wakeup_latency;
+        assert!(l.count >= 99, "{l:?}");
+        assert!(l.percentile(50.0).abs_diff(20_000) < 200, "{l:?}");
+        assert_eq!(l.max, 20_000, "{l:?}");
     }
 
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks

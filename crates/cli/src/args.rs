@@ -493,7 +493,7 @@ pub struct RecordArgs {
     #[arg(long)]
     pub rtapp: bool,
     /// Also keep the trace's text in FILE (what --from reads; it carries
-    /// the recorder's start, scope and each thread's CPUs as `# corral`
+    /// the recorder's start, scope, each thread's CPUs and cgroup as `# corral`
     /// lines, so --from makes the same recording).
     #[arg(long, value_name = "FILE", conflicts_with = "from")]
     pub raw: Option<PathBuf>,

@@ -231,24 +231,42 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
 
 /// Each recorded thread's CPUs and cgroup, which events do not carry:
 /// read from `/proc/TID/status` and `/proc/TID/cgroup` when a thread is
-/// first seen (within a poll of its birth) and again every second while
-/// it lives, so a thread that pins itself after it starts (cyclictest's
-/// measuring thread) or is moved is caught.
+/// first seen (within a poll of its birth); its CPUs again every second
+/// while it lives, so a thread that pins itself after it starts
+/// (cyclictest's measuring thread) is caught. A thread that lives less
+/// than a poll inherits its parent's (`Kind::Fork` in the converter).
 #[derive(Default)]
 struct Affinity {
     /// What each thread was last told: `None` for all online CPUs.
     last: std::collections::HashMap<u32, Option<Vec<u32>>>,
-    /// Each thread's cgroup, as last told.
+    /// Each thread's cgroup, as told (once: where it started).
     cgroup: std::collections::HashMap<u32, String>,
     polls: u64,
 }
 
-/// A thread's cgroup of the cpu controller: v1's `cpu`, else v2's.
+/// A thread's cgroup of the cpu controller: v1's `cpu`; else, on v2, the
+/// deepest of its groups whose `cgroup.controllers` lists `cpu` (the cpu
+/// controller weighs a v2 group only where its parent enabled it; above
+/// that the thread competes as part of the nearest such group, or the
+/// root).
 fn cpu_cgroup(paths: &HostPaths, tid: u32) -> Option<String> {
     let entries = corral_linux::procfs::cgroups(paths, Some(tid)).ok()?;
-    let v1 = entries.iter().find(|e| e.has_controller("cpu"));
-    v1.or_else(|| entries.iter().find(|e| e.is_v2()))
-        .map(|e| e.path.clone())
+    if let Some(v1) = entries.iter().find(|e| e.has_controller("cpu")) {
+        return Some(v1.path.clone());
+    }
+    let mut path = entries.iter().find(|e| e.is_v2())?.path.as_str();
+    while path != "/" && !path.is_empty() {
+        let file = paths
+            .cgroup
+            .join(path.trim_start_matches('/'))
+            .join("cgroup.controllers");
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.split_whitespace().any(|c| c == "cpu") {
+            return Some(path.to_string());
+        }
+        path = path.rsplit_once('/').map_or("/", |(up, _)| up);
+    }
+    Some("/".into())
 }
 
 impl Affinity {
@@ -263,7 +281,12 @@ impl Affinity {
         self.polls += 1;
         let all = self.polls.is_multiple_of(10);
         let mut changed = Vec::new();
-        for tid in conv.alive() {
+        let alive = conv.alive();
+        // A TID that comes back is a new thread, read afresh.
+        let live: std::collections::HashSet<u32> = alive.iter().copied().collect();
+        self.last.retain(|t, _| live.contains(t));
+        self.cgroup.retain(|t, _| live.contains(t));
+        for tid in alive {
             if self.last.contains_key(&tid) && !all {
                 continue;
             }
@@ -277,9 +300,12 @@ impl Affinity {
                 self.last.insert(tid, cpus.clone());
                 changed.push(Directive::Cpus { tid, cpus });
             }
-            if let Some(path) = cpu_cgroup(paths, tid) {
-                if self.cgroup.get(&tid) != Some(&path) {
-                    self.cgroup.insert(tid, path.clone());
+            // Where it started, as its program put it: a resource manager
+            // (corral itself) may move it later, which is what the replay
+            // decides again.
+            if let std::collections::hash_map::Entry::Vacant(slot) = self.cgroup.entry(tid) {
+                if let Some(path) = cpu_cgroup(paths, tid) {
+                    slot.insert(path.clone());
                     changed.push(Directive::Cgroup { tid, path });
                 }
             }
@@ -345,7 +371,12 @@ fn write(
     events: u64,
     dropped: u64,
 ) -> anyhow::Result<()> {
-    let kept = rec.kept().into_iter().filter(|&k| k).count();
+    let kept = rec
+        .threads
+        .iter()
+        .zip(rec.kept())
+        .filter(|(t, k)| *k && !t.background)
+        .count();
     ensure!(
         kept > 0,
         "{}: no thread ran in it ({}); nothing written",
@@ -361,11 +392,25 @@ fn write(
     rec.lost_events = rec.lost_events.max(dropped);
     std::fs::write(&args.output, rec.to_json(args.rtapp, about))
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    let cpu: u64 = rec.threads.iter().map(|t| t.cpu_ns).sum();
+    let (mut n, mut cpu, mut bg_n, mut bg_cpu) = (0, 0u64, 0, 0u64);
+    for (t, k) in rec.threads.iter().zip(rec.kept()) {
+        match (k, t.background) {
+            (true, false) => (n, cpu) = (n + 1, cpu + t.cpu_ns),
+            (true, true) => (bg_n, bg_cpu) = (bg_n + 1, bg_cpu + t.cpu_ns),
+            _ => {}
+        }
+    }
+    let bg = if bg_n > 0 && !args.rtapp {
+        format!(
+            "; beside it, {bg_n} threads outside the scope ({:.2} CPU seconds)",
+            bg_cpu as f64 / 1e9
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "recorded {:.1} s: {} threads ran ({} CPU seconds), {} events, {} lost",
+        "recorded {:.1} s: {n} threads ran ({:.2} CPU seconds), {} events, {} lost{bg}",
         rec.span_ns as f64 / 1e9,
-        kept,
         cpu as f64 / 1e9,
         events,
         rec.lost_events

@@ -561,21 +561,24 @@ fn print_against_recording(
         ]);
     }
     print!("{}", t.render());
-    let live_cpu: f64 = threads
-        .values()
-        .map(|v| v["cpu_ms"].as_f64().unwrap_or(0.0))
+    // The whole is the recorded scope's: the background (whose threads
+    // end in the replay but never live) is left out.
+    let live_cpu: f64 = rows
+        .iter()
+        .map(|(_, v)| v["cpu_ms"].as_f64().unwrap_or(0.0))
         .sum();
-    let sim_cpu: f64 = s.tasks.iter().map(|t| t.cpu_s * 1e3).sum();
-    let live_end = threads
-        .values()
-        .filter_map(|v| v["exited_s"].as_f64())
-        .fold(0.0, f64::max);
-    let sim_end = s
+    let scope: Vec<_> = s
         .tasks
         .iter()
-        .filter_map(|t| t.exited_s)
+        .filter(|t| !is_background(&rec["threads"], &t.name))
+        .collect();
+    let sim_cpu: f64 = scope.iter().map(|t| t.cpu_s * 1e3).sum();
+    let live_end = rows
+        .iter()
+        .filter_map(|(_, v)| v["exited_s"].as_f64())
         .fold(0.0, f64::max);
-    let running = s.tasks.iter().filter(|t| t.exited_s.is_none()).count();
+    let sim_end = scope.iter().filter_map(|t| t.exited_s).fold(0.0, f64::max);
+    let running = scope.iter().filter(|t| t.exited_s.is_none()).count();
     println!(
         "Whole: CPU {:.2} s live, {:.2} s simulated; last exit {:.3} s live, {:.3} s simulated{}",
         live_cpu / 1e3,

@@ -159,7 +159,17 @@ impl Thread {
     /// its live instant (`corral_until`) and runs as long; none under a
     /// millisecond in all. Held to its CPU when it was seen on only one.
     fn outsider(pid: u32, o: Outsider, t0: u64) -> Option<Thread> {
-        let total: u64 = o.runs.iter().map(|r| r.1).sum();
+        // In order, none overlapping the one before (out-of-order text).
+        let mut runs = o.runs;
+        runs.sort_unstable();
+        let mut end = 0;
+        for r in &mut runs {
+            let start = r.0.max(end);
+            r.1 = (r.0 + r.1).saturating_sub(start);
+            r.0 = start;
+            end = r.0 + r.1;
+        }
+        let total: u64 = runs.iter().map(|r| r.1).sum();
         if total < 1_000_000 {
             return None;
         }
@@ -169,7 +179,7 @@ impl Thread {
         th.seen_on_cpu = true;
         th.cpu_ns = total;
         let (mut at, mut sum_ns) = (t0, 0);
-        for (start, len) in o.runs {
+        for (start, len) in runs {
             th.sleep(at, start, t0);
             if let Some(Step::Sleep { absolute, .. }) = th.steps.last_mut() {
                 *absolute = true;
@@ -268,8 +278,11 @@ pub struct Converter {
 /// latency's tail (a kernel thread running 3–8 ms at a time here). The
 /// PID filter shows a switch when either side is in scope, so an
 /// outsider's stretch on a CPU is known when both its switch in and its
-/// switch out were shown; others are not counted (XXX: stretches between
-/// two outsiders, or from idle, are missed).
+/// switch out were shown; others are not counted. XXX: a stretch that
+/// starts or ends at a switch between two outsiders, or to or from idle,
+/// is missed; and one whose hidden switch out (to idle or another
+/// outsider) is followed by a hidden switch back in before a shown
+/// switch out is counted whole, the time off the CPU included.
 #[derive(Debug, Default)]
 struct Background {
     tasks: FastMap<u32, Outsider>,
@@ -321,6 +334,13 @@ impl Background {
             });
             if let Some(p) = next.prio {
                 o.prio = p;
+            }
+            // On one CPU at a time: a stretch elsewhere whose end was not
+            // shown is not known.
+            for slot in self.on.iter_mut() {
+                if slot.is_some_and(|(pid, _)| pid == next.pid) {
+                    *slot = None;
+                }
             }
             self.on[c] = Some((next.pid, ts));
         }
@@ -572,9 +592,15 @@ impl Converter {
                 self.threads[p].flush(ts, t0);
                 self.threads[p].seen_on_cpu = true;
                 self.threads[p].steps.push(Step::Wake(c));
+                // Inherited at fork (`dup_task_struct`, `cgroup_fork`):
+                // a child that ends before the recorder reads /proc keeps
+                // its parent's.
                 let prio = self.threads[p].prio;
+                let (cpus, cgroup) = (self.threads[p].cpus.clone(), self.threads[p].cgroup.clone());
                 let th = &mut self.threads[c];
                 th.prio = prio;
+                th.cpus = cpus;
+                th.cgroup = cgroup;
                 th.reuse = reuse.unwrap_or(0);
                 th.steps.push(Step::Block {
                     us: (ts - t0) / 1000,
@@ -904,7 +930,8 @@ impl Recording {
         let mut s = String::from("{\n  \"tasks\": {\n");
         let mut first = true;
         for (i, th) in self.threads.iter().enumerate() {
-            if !kept[i] {
+            // rt-app would run the background on top of the machine's own.
+            if !kept[i] || (portable && th.background) {
                 continue;
             }
             if !first {
@@ -1508,5 +1535,28 @@ CPU:1 [LOST 7 EVENTS]
         assert!(json.contains("\"corral_background\": true"), "{json}");
         // The programs compared leave it out.
         assert_eq!(r.by_comm().len(), 1);
+    }
+
+    #[test]
+    fn a_fork_inherits_its_parent_s_cpus_and_cgroup() {
+        // The child lives less than the recorder's poll: no directive of
+        // its own, its parent's group and CPUs (`cgroup_fork`).
+        let trace = "\
+# corral start t0=1000000000 online=2 scope=200
+  <idle>-0 [001] d..2. 1.000500: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=200 next_prio=120
+# corral cpus 200 1
+# corral cgroup 200 /lab/work
+  a-200 [001] ..... 1.001000: sched_process_fork: comm=a pid=200 child_comm=a child_pid=205
+  a-200 [001] d..2. 1.002000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=a next_pid=205 next_prio=120
+  a-205 [001] d..2. 1.003000: sched_switch: prev_comm=a prev_pid=205 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+";
+        let mut c = Converter::new(Scope::All, None);
+        for l in trace.lines() {
+            c.line(l).unwrap();
+        }
+        let r = c.finish();
+        let child = r.threads.iter().find(|t| t.tid == 205).unwrap();
+        assert_eq!(child.cgroup.as_deref(), Some("/lab/work"));
+        assert_eq!(child.cpus, Some(vec![1]));
     }
 }

@@ -229,6 +229,9 @@ enum Ev {
     Schedule(usize),
     /// The CPU's current task yields to a woken one.
     Preempt(usize),
+    /// The same, `timer_preempt` after the wake-up, if this task is still
+    /// the one running there then (with the same `gen`).
+    PreemptOf(usize, TaskId, u64),
 }
 
 #[derive(Debug, Clone)]
@@ -975,6 +978,12 @@ impl<K: SchedClass> Machine<K> {
                 Ev::Governor => self.governor(),
                 Ev::Schedule(cpu) => self.schedule(cpu),
                 Ev::Preempt(cpu) => self.preempt(cpu),
+                // Meanwhile it may have blocked, or been preempted already.
+                Ev::PreemptOf(cpu, c, gen)
+                    if self.k.curr(cpu) == Some(c) && self.tasks[c].gen == gen =>
+                {
+                    self.preempt(cpu)
+                }
                 _ => {}
             }
             #[cfg(debug_assertions)]
@@ -1351,13 +1360,18 @@ impl<K: SchedClass> Machine<K> {
                 };
                 self.q.after(cost, Ev::Schedule(cpu))
             }
-            Some(_) => {
+            Some(c) => {
                 if self.k.check_preempt_wakeup(cpu, t, now) {
-                    let cost = match by {
-                        Waker::Task => 0,
-                        Waker::Timer => self.platform.costs.timer_preempt,
-                    };
-                    self.q.after(cost, Ev::Preempt(cpu));
+                    match by {
+                        Waker::Timer if self.platform.costs.timer_preempt > 0 => {
+                            let gen = self.tasks[c].gen;
+                            self.q.after(
+                                self.platform.costs.timer_preempt,
+                                Ev::PreemptOf(cpu, c, gen),
+                            );
+                        }
+                        _ => self.q.after(0, Ev::Preempt(cpu)),
+                    }
                 }
             }
         }

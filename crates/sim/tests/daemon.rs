@@ -530,3 +530,45 @@ fn a_recorded_fork_is_unseen_until_forked_and_an_exited_thread_leaves_its_group(
     })
     .unwrap();
 }
+
+/// A child forked by a thread corral moved is born in corral's group (the
+/// kernel's `cgroup_fork`), the daemon reads it there, and a restore puts
+/// it back where it was recorded, as the live placer moves out threads
+/// born inside its groups.
+#[test]
+fn a_child_of_a_moved_thread_is_born_in_corral_s_group_and_restored() {
+    let json = r#"{"tasks": {
+        "parent": {"loop": 1, "taskgroup": "/work", "run": 20000, "corral_wake": "child", "run1": 1000},
+        "child": {"loop": 1, "taskgroup": "/work", "corral_forked": true, "corral_block": "child", "run": 50000}
+    }}"#;
+    let mut host = SimHost::new(machine(json, 2));
+    host.machine_mut().advance_to(5_000_000);
+    let group = corral_core::plan::GroupSpec {
+        name: "shared".into(),
+        kind: corral_core::plan::GroupKind::Shared,
+        cpus: CpuSet::from_iter([1]),
+        shares: 1024,
+        slice_ns: None,
+        nice: None,
+    };
+    host.apply(&Change::SetGroup(group)).unwrap();
+    host.apply(&Change::Move {
+        tid: SimHost::<Fair>::tid_of(0),
+        pid: SIM_PID,
+        group: "shared".into(),
+    })
+    .unwrap();
+    host.machine_mut().advance_to(30_000_000);
+    let child = SimHost::<Fair>::tid_of(1);
+    let snap = host.sample().unwrap();
+    let c = snap
+        .threads
+        .iter()
+        .find(|t| t.tid == child)
+        .expect("forked");
+    assert_eq!(c.cgroup.as_deref(), Some("/corral/shared"));
+    assert_eq!(host.machine().task_allowed(1), &[1]);
+    host.restore().unwrap();
+    assert_eq!(&**host.machine().task_cgroup(1), "/work");
+    assert_eq!(host.machine().task_allowed(1), &[0, 1]);
+}

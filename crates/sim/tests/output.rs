@@ -20,7 +20,7 @@ fn the_trace_has_a_track_per_cpu_and_every_run_slice() {
     let mut m = build(w, &spec(2), Flavour::Eevdf).unwrap();
     m.record();
     m.run_until(500_000_000);
-    let v: serde_json::Value = serde_json::from_str(&trace::perfetto(&m)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&trace::perfetto(&m, &[])).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
     let tracks: Vec<&str> = ev
         .iter()
@@ -28,6 +28,19 @@ fn the_trace_has_a_track_per_cpu_and_every_run_slice() {
         .map(|e| e["args"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(tracks, ["CPU 0", "CPU 1"]);
+    // A simulated corral's changes go on a track of their own.
+    let marks = [(2_000_000, "move p to latency".to_string())];
+    let with: serde_json::Value = serde_json::from_str(&trace::perfetto(&m, &marks)).unwrap();
+    let mark = with["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "move p to latency")
+        .expect("the change");
+    assert_eq!(
+        (mark["tid"].as_u64(), mark["ts"].as_f64()),
+        (Some(3), Some(2000.0))
+    );
     // The slices add up to the CPU time each task got.
     let stats = m.stats();
     for (t, st) in stats.iter().enumerate() {
@@ -97,7 +110,7 @@ fn same_workload_same_json() {
         m.run_until(1_000_000_000);
         (
             serde_json::to_string(&summarise(&m)).unwrap(),
-            trace::perfetto(&m),
+            trace::perfetto(&m, &[]),
         )
     };
     assert_eq!(run(), run());

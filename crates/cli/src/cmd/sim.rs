@@ -238,7 +238,7 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
 ) -> anyhow::Result<ExitCode> {
     let s = summarise(m);
     if let Some(f) = &args.trace {
-        std::fs::write(f, trace::perfetto(m))
+        std::fs::write(f, trace::perfetto(m, report.map_or(&[][..], |r| &r.log)))
             .with_context(|| format!("cannot write {}", f.display()))?;
         eprintln!(
             "corral sim: trace written to {} (open it in ui.perfetto.dev)",

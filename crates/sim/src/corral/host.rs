@@ -79,8 +79,6 @@ pub struct SimHost<K: SchedClass> {
     m: Machine<K>,
     comm: Vec<Arc<str>>,
     origin: Vec<Origin>,
-    /// Each thread's cgroup in the cpu controller now.
-    cgroup: Vec<Arc<str>>,
     /// corral's groups in force.
     groups: BTreeMap<String, GroupSpec>,
     /// Where corral placed each thread.
@@ -111,7 +109,6 @@ impl<K: SchedClass> SimHost<K> {
             })
             .collect();
         SimHost {
-            cgroup: origin.iter().map(|o| o.cgroup.clone()).collect(),
             comm,
             origin,
             m,
@@ -218,6 +215,11 @@ impl<K: SchedClass> SimHost<K> {
         if self.placed.remove(&t).is_none() {
             return Ok(());
         }
+        self.put_back(t)
+    }
+
+    /// Gives `t` its recorded cgroup, CPUs, nice and slice again.
+    fn put_back(&mut self, t: TaskId) -> Result<(), SimError> {
         if self.m.task_state(t) == TaskState::Exited {
             return Ok(());
         }
@@ -225,7 +227,6 @@ impl<K: SchedClass> SimHost<K> {
         self.m
             .move_task(t, &origin.cgroup)
             .map_err(|e| SimError::Refused(e.to_string()))?;
-        self.cgroup[t] = origin.cgroup.clone();
         self.m
             .set_cpuset(t, None)
             .map_err(|e| SimError::Refused(e.to_string()))?;
@@ -267,7 +268,7 @@ impl<K: SchedClass> SimHost<K> {
             kernel_thread: false,
             uid: 0,
             exe: Some("/usr/bin/rt-app".into()),
-            cgroup: Some(self.cgroup[t].clone()),
+            cgroup: Some(Arc::from(&**self.m.task_cgroup(t))),
             affinity_narrowed: narrowed,
             allowed: narrowed.then(|| {
                 self.m
@@ -367,12 +368,11 @@ impl<K: SchedClass> Host for SimHost<K> {
                         SimError::Refused(format!("group {group} was never created"))
                     })?;
                 let cpus = self.cpus_of(&spec)?;
-                let path: Arc<str> = Arc::from(format!("{ROOT}/{group}"));
-                if self.cgroup[t] != path {
+                let path = format!("{ROOT}/{group}");
+                if **self.m.task_cgroup(t) != *path {
                     self.m
                         .move_task(t, &path)
                         .map_err(|e| SimError::Refused(e.to_string()))?;
-                    self.cgroup[t] = path;
                 }
                 self.placed.insert(t, group.clone());
                 self.enforce(t, &spec, &cpus)?;
@@ -409,6 +409,14 @@ impl<K: SchedClass> Host for SimHost<K> {
         for t in placed {
             self.release(t)?;
         }
+        // Threads born inside corral's groups (a fork inherits its
+        // parent's cgroup, cpuset, nice and slice) leave them too.
+        let inside = format!("{ROOT}/");
+        for t in 0..self.m.ntasks() {
+            if self.m.task_cgroup(t).starts_with(&inside) {
+                self.put_back(t)?;
+            }
+        }
         self.groups.clear();
         Ok(())
     }
@@ -434,7 +442,7 @@ impl<K: SchedClass> Host for SimHost<K> {
                 .and_then(|name| self.groups.get(name))
                 .map_or(1024, |g| g.shares)
         };
-        let path = self.cgroup[t].to_string();
+        let path = self.m.task_cgroup(t).to_string();
         let mut levels = Vec::new();
         let mut dir = path.trim_end_matches('/').to_string();
         let own = nice_to_weight(self.m.task_nice(t));
@@ -448,7 +456,7 @@ impl<K: SchedClass> Host for SimHost<K> {
                 if u == t || !runnable(u) {
                     continue;
                 }
-                let cg = self.cgroup[u].trim_end_matches('/');
+                let cg = self.m.task_cgroup(u).trim_end_matches('/');
                 if cg == dir {
                     total += nice_to_weight(self.m.task_nice(u));
                 } else if let Some(rest) = cg.strip_prefix(&format!("{dir}/")) {

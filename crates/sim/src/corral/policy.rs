@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::sched::kernel::SchedClass;
 use corral_core::config::Config;
 use corral_core::host::Host;
+use corral_core::plan::Change;
 use corral_daemon::schedule::{Due, Schedule};
 use corral_daemon::{Caller, Daemon, StepReport};
 use std::collections::BTreeMap;
@@ -60,6 +61,30 @@ pub struct PolicyReport {
     pub group_cpus: BTreeMap<String, String>,
     /// The last step's report.
     pub last: Option<StepReport>,
+    /// Every change applied, with its simulated time, in words (threads
+    /// by task name): the Perfetto trace's `corral` track.
+    pub log: Vec<(Ns, String)>,
+}
+
+/// The host's changes in words, a thread named by its task.
+fn change_log<K: SchedClass>(host: &SimHost<K>) -> Vec<(Ns, String)> {
+    let name = |tid: u32| {
+        host.task_of(tid).map_or_else(
+            || tid.to_string(),
+            |t| host.machine().task_stats(t).name.clone(),
+        )
+    };
+    host.changes()
+        .iter()
+        .map(|(at, c)| {
+            let text = match c {
+                Change::Move { tid, group, .. } => format!("move {} to {group}", name(*tid)),
+                Change::Release { tid } => format!("put {} back", name(*tid)),
+                other => other.to_string(),
+            };
+            (*at, text)
+        })
+        .collect()
 }
 
 /// Each task's class and group in the plan in force, by name.
@@ -175,7 +200,7 @@ pub fn run<K: SchedClass>(
                 .map(|e| at + e.max(1))
                 .filter(|&n| b.until.is_none_or(|u| n <= u));
         }
-        if now >= end {
+        if now >= end || daemon.host().machine().all_exited() {
             break;
         }
         let mut next = schedule.wake_at(now, daemon.has_boosts()).min(end);
@@ -193,6 +218,7 @@ pub fn run<K: SchedClass>(
         }
     }
     record_classes(&daemon, &mut report);
+    report.log = change_log(daemon.host());
     report.last = Some(daemon.last_step().clone());
     Ok((daemon, report))
 }

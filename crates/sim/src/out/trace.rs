@@ -20,7 +20,9 @@ fn json_str(s: &str) -> String {
 
 /// The run as Chrome trace event JSON (opens in ui.perfetto.dev and
 /// chrome://tracing). The machine must have been [`Machine::record`]ed.
-pub fn perfetto<K: SchedClass>(m: &Machine<K>) -> String {
+/// `marks` (a simulated corral's changes, with their times) go on a
+/// track of their own after the CPUs'.
+pub fn perfetto<K: SchedClass>(m: &Machine<K>, marks: &[(Ns, String)]) -> String {
     let names: Vec<String> = m.stats().into_iter().map(|s| s.name).collect();
     let ncpus = m.cpu_busy().len();
     let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
@@ -59,6 +61,21 @@ pub fn perfetto<K: SchedClass>(m: &Machine<K>) -> String {
             cpu + 1,
             us(at)
         );
+    }
+    if !marks.is_empty() {
+        let tid = ncpus + 1;
+        let _ = write!(
+            out,
+            ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":{tid},\"args\":{{\"name\":\"corral\"}}}}"
+        );
+        for (at, text) in marks {
+            let _ = write!(
+                out,
+                ",\n{{\"ph\":\"i\",\"s\":\"t\",\"name\":{},\"pid\":1,\"tid\":{tid},\"ts\":{:.3}}}",
+                json_str(text),
+                us(*at)
+            );
+        }
     }
     out.push_str("\n]}\n");
     out

@@ -248,6 +248,10 @@ struct Task {
     affinity: Vec<usize>,
     /// The cpuset it is confined to, if any (set while running).
     cpuset: Option<Vec<usize>>,
+    /// Its cgroup in the cpu controller (`/` the root).
+    cgroup: Rc<str>,
+    /// Its own EEVDF slice (`sched_attr.sched_runtime`), if set.
+    slice: Option<Ns>,
     /// Loops of the whole program left (−1: for ever).
     loops_left: i64,
     phase: usize,
@@ -552,6 +556,8 @@ impl Task {
             all_cpus: false,
             affinity: allowed.to_vec(),
             cpuset: None,
+            cgroup: Rc::from(t.taskgroup.as_deref().unwrap_or("/")),
+            slice: None,
             loops_left: t.loops,
             phase: 0,
             phase_loops_left: t.phases[0].loops,
@@ -819,7 +825,14 @@ impl<K: SchedClass> Machine<K> {
 
     /// Sets (Some) or clears a task's own EEVDF slice, ns.
     pub fn set_slice(&mut self, t: TaskId, slice_ns: Option<Ns>) -> Result<(), Error> {
-        self.k.set_slice(t, slice_ns)
+        self.k.set_slice(t, slice_ns)?;
+        self.tasks[t].slice = slice_ns;
+        Ok(())
+    }
+
+    /// Task `t`'s cgroup in the cpu controller now (`/` the root).
+    pub fn task_cgroup(&self, t: TaskId) -> &Rc<str> {
+        &self.tasks[t].cgroup
     }
 
     /// Moves task `t` into cgroup `path` of the cpu controller, now
@@ -845,6 +858,7 @@ impl<K: SchedClass> Machine<K> {
             }
             State::Blocked | State::Exited => self.k.set_task_group(t, path)?,
         }
+        self.tasks[t].cgroup = Rc::from(path);
         Ok(())
     }
 
@@ -1043,6 +1057,11 @@ impl<K: SchedClass> Machine<K> {
         }
         self.q.advance_to(end);
         true
+    }
+
+    /// Whether every task has exited.
+    pub fn all_exited(&self) -> bool {
+        self.exited == self.tasks.len()
     }
 
     /// Number of simulated threads.
@@ -1307,6 +1326,9 @@ impl<K: SchedClass> Machine<K> {
         if self.tasks[t].state != State::Blocked {
             return;
         }
+        if let (true, Waker::Task, Some(parent)) = (self.tasks[t].unborn, by, self.stepping) {
+            self.inherit(t, parent);
+        }
         let now = self.now();
         let prev = self.tasks[t].cpu;
         // `smp_processor_id()`: the waker's CPU, or for a timer the one
@@ -1374,6 +1396,52 @@ impl<K: SchedClass> Machine<K> {
                     }
                 }
             }
+        }
+    }
+
+    /// A recorded fork's child takes what its parent has now, as the
+    /// kernel's fork does: its cgroup (`cgroup_fork`, `sched_fork` →
+    /// `__set_task_cpu`'s task group), its cpuset, its nice and its own
+    /// slice (`dup_task_struct` copies `static_prio` and `se`; only
+    /// `sched_reset_on_fork` resets them). A recording knows where each
+    /// thread was live; where the child was recorded as its parent was
+    /// (same cgroup, same nice), what the parent has in the replay wins,
+    /// so a child of a thread a simulated corral moved is born in
+    /// corral's group, as it is live; where they differ (something moved
+    /// the child), the recorded value stays.
+    fn inherit(&mut self, t: TaskId, parent: TaskId) {
+        let (cs, ps) = (
+            &self.work.tasks[self.tasks[t].spec],
+            &self.work.tasks[self.tasks[parent].spec],
+        );
+        let same_group = cs.taskgroup == ps.taskgroup;
+        let same_nice = cs.policy == ps.policy && cs.priority == ps.priority && !cs.policy.is_rt();
+        let (group, cpuset, nice, slice) = {
+            let p = &self.tasks[parent];
+            (p.cgroup.clone(), p.cpuset.clone(), p.nice, p.slice)
+        };
+        if same_group && self.tasks[t].cgroup != group {
+            // Unborn, so blocked: off every queue.
+            if self.k.set_task_group(t, &group).is_ok() {
+                self.tasks[t].cgroup = group;
+            }
+        }
+        if same_nice {
+            if self.tasks[t].nice != nice {
+                self.k.set_nice(t, nice);
+                self.tasks[t].nice = nice;
+            }
+            if self.tasks[t].slice != slice && self.k.set_slice(t, slice).is_ok() {
+                self.tasks[t].slice = slice;
+            }
+        }
+        if self.tasks[t].cpuset != cpuset {
+            let n = self.platform.capacities.len();
+            let task = &mut self.tasks[t];
+            task.allowed = effective(&task.affinity, cpuset.as_deref());
+            task.cpuset = cpuset;
+            task.all_cpus = covers_all(&task.allowed, n);
+            self.k.set_allowed(t, &task.allowed);
         }
     }
 
@@ -2390,6 +2458,55 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.key.as_deref(), Some("corral_forked"), "{e}");
+    }
+
+    /// `cgroup_fork`, `dup_task_struct`: a recorded fork's child is born
+    /// with what its parent has at the fork in the replay (a simulated
+    /// corral moved the parent), unless the recording had the child
+    /// somewhere else than its parent (then it was moved live, and stays
+    /// where it was recorded).
+    #[test]
+    fn a_recorded_fork_is_born_in_its_parent_s_group_cpuset_nice_and_slice() {
+        let json = r#"{"tasks": {
+            "parent": {"loop": 1, "taskgroup": "/work", "run": 5000, "corral_wake": "child", "corral_wake1": "moved", "run1": 1000},
+            "child": {"loop": 1, "taskgroup": "/work", "corral_forked": true, "corral_block": "child", "run": 2000},
+            "moved": {"loop": 1, "taskgroup": "/elsewhere", "priority": 5, "corral_forked": true, "corral_block": "moved", "run": 2000}
+        }}"#;
+        let mut m = Machine::new(
+            Platform::uniform(2),
+            parse(json, "test").unwrap(),
+            Fair::eevdf(2),
+        )
+        .unwrap();
+        m.run_until(1_000_000);
+        // What a simulated corral does to the parent before the fork.
+        m.advance_to(1_000_000);
+        m.move_task(0, "/corral/latency").unwrap();
+        m.set_cpuset(0, Some(vec![1])).unwrap();
+        m.renice(0, -5);
+        m.set_slice(0, Some(300_000)).unwrap();
+        m.run_until(20_000_000);
+        assert!(m.task_born(1) && m.task_born(2));
+        assert_eq!(&**m.task_cgroup(1), "/corral/latency");
+        assert_eq!(m.task_allowed(1), &[1]);
+        assert_eq!(m.task_nice(1), -5);
+        assert_eq!(m.tasks[1].slice, Some(300_000));
+        // Recorded apart from its parent: its own group and nice stay;
+        // the cpuset is the parent's cgroup's, inherited all the same.
+        assert_eq!(&**m.task_cgroup(2), "/elsewhere");
+        assert_eq!(m.task_nice(2), 5);
+        assert_eq!(m.tasks[2].slice, None);
+        assert_eq!(m.task_allowed(2), &[1]);
+        // Without a corral, each child is born where it was recorded.
+        let mut m = Machine::new(
+            Platform::uniform(2),
+            parse(json, "test").unwrap(),
+            Fair::eevdf(2),
+        )
+        .unwrap();
+        m.run_until(20_000_000);
+        assert_eq!(&**m.task_cgroup(1), "/work");
+        assert_eq!(m.task_allowed(1), &[0, 1]);
     }
 
     #[test]

@@ -245,11 +245,10 @@ fn eevdf_a_short_slice_is_served_sooner_after_waking() {
         "p": {"loop": -1, "run": 1500, "timer": {"ref": "t", "period": 5000}},
         "hog": {"instance": 2, "run": 1000000}
     }}"#;
-    // The p90: the tail is one period in 14 (5 ms against a 4 ms tick)
-    // whose wake-up (its timer's 50 µs of slack late) finds it not yet
-    // eligible again after its 1.5 ms run, which it then waits out to
-    // the tick with either slice (3.85-3.9 ms): the mean moves little
-    // (437 -> 377 µs).
+    // The p90: with the base slice, a wake-up often finds it not
+    // eligible again after its 1.5 ms run, and it waits out to the tick
+    // (4.4 ms); with 0.1 ms its deadline comes first once eligible (p90
+    // 0.9 ms, mean 2.9 -> 0.25 ms).
     let lat = |slice: Option<u64>| {
         let w = parse(json, "test").unwrap();
         let mut m = Machine::new(Platform::uniform(1), w, Fair::eevdf(1)).unwrap();

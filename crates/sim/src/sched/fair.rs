@@ -581,7 +581,6 @@ impl Fair {
             // (s64 division: truncates toward zero.)
             lag = (self.entities[e].vlag as i128 * (load + w) / load) as i64;
         }
-
         let vslice = self.delta_fair(self.entities[e].slice, e);
         let en = &mut self.entities[e];
         en.vruntime = vrt - lag;
@@ -2348,9 +2347,12 @@ impl SchedClass for Fair {
         };
         let (mut ce, mut we) = (self.tasks[c].entity, self.tasks[woken].entity);
         let (mut dc, mut dw) = (depth(ce), depth(we));
+        // How many steps above the task curr's matching entity is.
+        let mut level = 0;
         while dc > dw {
             ce = self.parent(ce).expect("deeper than its depth");
             dc -= 1;
+            level += 1;
         }
         while dw > dc {
             we = self.parent(we).expect("deeper than its depth");
@@ -2361,20 +2363,14 @@ impl SchedClass for Fair {
                 (Some(a), Some(b)) => (ce, we) = (a, b),
                 _ => return false,
             }
+            level += 1;
         }
         if we == ce {
             return false;
         }
         let rq = self.entities[ce].rq;
         // `update_curr(cfs_rq_of(se))`: curr's entity at the matching
-        // level, `level` steps above the task.
-        let mut level = 0;
-        let mut e = self.tasks[c].entity;
-        while e != ce {
-            e = self.parent(e).expect("ce is an ancestor of curr");
-            level += 1;
-        }
-
+        // level.
         if levels & (1 << level.min(30)) != 0 {
             return true;
         }
@@ -2389,7 +2385,6 @@ impl SchedClass for Fair {
                 // task (WF_FORK) otherwise never preempts. A wake-up
                 // that does not preempt shrinks curr's protection to
                 // the queue's smallest slice (`update_protect_slice`).
-
                 let short = self.feat.on(Feature::PreemptShort)
                     && self.entities[we].slice < self.entities[ce].slice;
                 let fork = self.entities[self.tasks[woken].entity].new;

@@ -2472,12 +2472,15 @@ mod tests {
             "child": {"loop": 1, "taskgroup": "/work", "corral_forked": true, "corral_block": "child", "run": 2000},
             "moved": {"loop": 1, "taskgroup": "/elsewhere", "priority": 5, "corral_forked": true, "corral_block": "moved", "run": 2000}
         }}"#;
-        let mut m = Machine::new(
-            Platform::uniform(2),
-            parse(json, "test").unwrap(),
-            Fair::eevdf(2),
-        )
-        .unwrap();
+        let fresh = || {
+            Machine::new(
+                Platform::uniform(2),
+                parse(json, "test").unwrap(),
+                Fair::eevdf(2),
+            )
+            .unwrap()
+        };
+        let mut m = fresh();
         m.run_until(1_000_000);
         // What a simulated corral does to the parent before the fork.
         m.advance_to(1_000_000);
@@ -2498,12 +2501,7 @@ mod tests {
         assert_eq!(m.tasks[2].slice, None);
         assert_eq!(m.task_allowed(2), &[1]);
         // Without a corral, each child is born where it was recorded.
-        let mut m = Machine::new(
-            Platform::uniform(2),
-            parse(json, "test").unwrap(),
-            Fair::eevdf(2),
-        )
-        .unwrap();
+        let mut m = fresh();
         m.run_until(20_000_000);
         assert_eq!(&**m.task_cgroup(1), "/work");
         assert_eq!(m.task_allowed(1), &[0, 1]);

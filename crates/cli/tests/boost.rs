@@ -315,19 +315,35 @@ fn privileged_a_client_killed_mid_boost_leaves_nothing_behind() {
     let mut lab = Lab::new("kill", mounts);
     let spinner = lab.corral(&["lab", "work", "hog"]);
     lab.start_daemon();
-    // A client that boosts and then hangs; it is killed mid-boost.
+    // A client that boosts and then hangs; it is killed mid-boost. The
+    // boost lasts long enough to be seen on a loaded CI host (a 300 ms one
+    // once went unseen there).
     let mut client = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "{BIN} boost {spinner} --max-ms 300 --socket {} && sleep 30",
+            "{BIN} boost {spinner} --max-ms 1000 --socket {} && sleep 30",
             lab.socket.display()
         ))
         .spawn()
         .unwrap();
-    assert!(wait_for(Duration::from_secs(2), || boosted(spinner)).is_some());
+    let seen = wait_for(Duration::from_secs(3), || boosted(spinner));
+    assert!(
+        seen.is_some(),
+        "never seen boosted: cpu cgroup {}, nice {}, status {}",
+        cpu_cgroup(spinner),
+        nice(spinner),
+        String::from_utf8_lossy(
+            &Command::new(BIN)
+                .args(["status", "--json", "--socket"])
+                .arg(&lab.socket)
+                .output()
+                .unwrap()
+                .stdout
+        )
+    );
     client.kill().unwrap();
     client.wait().unwrap();
-    let ended = wait_for(Duration::from_secs(2), || !boosted(spinner));
+    let ended = wait_for(Duration::from_secs(3), || !boosted(spinner));
     assert!(ended.is_some(), "the boost outlived its client and its cap");
     assert_eq!(nice(spinner), 0);
     let s = Command::new(BIN)

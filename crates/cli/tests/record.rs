@@ -251,11 +251,60 @@ fn privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral() {
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    // The workload's threads; what ran beside it (another test's corral,
+    // a kworker) is kept apart as background.
     let names: Vec<&String> = v["corral_recording"]["threads"]
         .as_object()
         .unwrap()
-        .keys()
+        .iter()
+        .filter(|(_, t)| t["background"] == false)
+        .map(|(n, _)| n)
         .collect();
     assert!(names.iter().any(|n| n.starts_with("sh-")), "{names:?}");
     assert!(names.iter().all(|n| !n.starts_with("corral-")), "{names:?}");
+}
+
+#[test]
+fn a_recording_s_replay_ticks_where_the_live_ticks_were() {
+    // Two CPU hogs on one CPU: the first switch between them waits for a
+    // tick (the slice ends between ticks). The recording began 1 ms into
+    // a 4 ms tick (HZ 250) on CLOCK_MONOTONIC, so the replay's first tick
+    // is 3 ms in; without the start it falls one tick in.
+    let dir = tempfile::tempdir().unwrap();
+    let first_switch_ms = |start: Option<u64>| {
+        let rec = dir.path().join("rec.json");
+        let start = start.map_or(String::new(), |s| format!(", \"start_mono_ns\": {s}"));
+        std::fs::write(
+            &rec,
+            format!(
+                r#"{{"tasks": {{"a": {{"run": 50000}}, "b": {{"run": 50000}}}},
+"global": {{"duration": -1}},
+"corral_recording": {{"cpus": 1, "seconds": 0.1{start}}}}}"#
+            ),
+        )
+        .unwrap();
+        let trace = dir.path().join("t.json");
+        let out = corral()
+            .arg("sim")
+            .arg(&rec)
+            .arg("--trace")
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+        let first = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n == "a" || n == "b"))
+            .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        first / 1000.0
+    };
+    let with = first_switch_ms(Some(11_001_000_000));
+    let without = first_switch_ms(None);
+    assert!((with - 3.0).abs() < 0.1, "first switch at {with} ms");
+    assert!((without - 4.0).abs() < 0.1, "first switch at {without} ms");
 }

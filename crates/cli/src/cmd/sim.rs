@@ -120,6 +120,13 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
             spec.platform.capacities = vec![1024; n as usize];
         }
     }
+    // A recording made by corral knows where the live ticks fell.
+    if let Some(start) = recorded.as_ref().and_then(|r| r["start_mono_ns"].as_u64()) {
+        if !spec.tick_phase_given {
+            spec.platform.tick_phase =
+                corral_sim::sched::machine::tick_phase_after(start, spec.platform.hz);
+        }
+    }
     let kernel = args
         .kernel
         .or(spec.kernel)

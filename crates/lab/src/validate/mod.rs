@@ -812,18 +812,12 @@ fn diverged(live_last: Option<f64>, sim_last: Option<f64>, end_s: f64) -> Option
     }
 }
 
-/// Where the first tick after the use case's start lies, µs after it.
-///
-/// The kernel aligns the tick to multiples of `TICK_NSEC` of
-/// CLOCK_MONOTONIC (`tick_next_period`, "tick/common: Align tick period
-/// with the HZ tick", Linux 5.10), on every CPU alike (`skew_tick=0`);
-/// rt-app's logs give the use case's start on the same clock. The phase
-/// matters: rt-app's timers keep it for the whole run, and whether a
-/// wake-up lands inside or after the running task's protected slice
-/// decides if it preempts at once or waits for the next tick.
+/// Where the first tick after the use case's start lies, µs after it
+/// (rt-app's logs give the start on CLOCK_MONOTONIC, the tick's clock).
 fn tick_phase(t0_us: Option<i64>, hz: u32) -> u64 {
-    let tick = 1_000_000 / i64::from(hz.max(1));
-    t0_us.map_or(0, |t0| ((tick - t0.rem_euclid(tick)) % tick) as u64)
+    t0_us.map_or(0, |t0| {
+        corral_sim::sched::machine::tick_phase_after(t0.max(0) as u64 * 1000, hz) / 1000
+    })
 }
 
 /// Which simulated thread each live thread is compared with. Instances

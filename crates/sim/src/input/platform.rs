@@ -130,6 +130,9 @@ pub struct PlatformSpec {
     pub groups: BTreeMap<String, GroupSpec>,
     /// Boosts the framework asks corral for (`--policy corral`).
     pub boosts: Vec<crate::corral::policy::BoostScript>,
+    /// Whether the file set `tick_phase` (else a recording's own start
+    /// may place the tick grid).
+    pub tick_phase_given: bool,
 }
 
 impl PlatformSpec {
@@ -142,6 +145,7 @@ impl PlatformSpec {
             features: Default::default(),
             groups: Default::default(),
             boosts: Vec::new(),
+            tick_phase_given: false,
         }
     }
 }
@@ -225,6 +229,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
         features,
         groups: f.groups,
         boosts,
+        tick_phase_given: f.tick_phase.is_some(),
     })
 }
 

@@ -270,6 +270,9 @@ pub struct Converter {
     /// Tasks outside the scope seen on a CPU, in a live (PID-filtered)
     /// recording.
     background: Option<Background>,
+    /// The replay's time 0 on CLOCK_MONOTONIC, when corral's recorder
+    /// (whose trace clock is `mono`) said when it started.
+    start_mono: Option<u64>,
 }
 
 /// What else ran on the CPUs during a live recording: tasks outside the
@@ -363,6 +366,11 @@ pub struct Recording {
     /// The machine's CPUs: the online ones when recorded live, else one
     /// more than the highest CPU in the trace. The replay's default.
     pub cpus: usize,
+    /// The replay's time 0 on CLOCK_MONOTONIC, ns, when recorded by
+    /// corral (a trace read `--from` elsewhere may use another clock):
+    /// the tick grid lies on that clock, so the replay puts its ticks
+    /// where the live ones were ([`crate::sched::machine::tick_phase_after`]).
+    pub start_mono_ns: Option<u64>,
 }
 
 impl Converter {
@@ -381,6 +389,7 @@ impl Converter {
             max_cpu: 0,
             online: 0,
             background: None,
+            start_mono: None,
         }
     }
 
@@ -679,7 +688,7 @@ impl Converter {
     pub fn directive(&mut self, d: Directive) {
         match d {
             Directive::Start { t0, online, scope } => {
-                self.t0.get_or_insert(t0);
+                self.start_mono = Some(*self.t0.get_or_insert(t0));
                 self.online = online;
                 self.background = Some(Background::default());
                 // A scope given for the conversion wins.
@@ -744,6 +753,7 @@ impl Converter {
             odd_events: self.odd,
             inferred_switches: self.inferred,
             cpus: (self.max_cpu as usize + 1).max(self.online),
+            start_mono_ns: self.start_mono,
         }
     }
 }
@@ -1032,6 +1042,7 @@ impl Recording {
             "odd_events": self.odd_events,
             "inferred_switches": self.inferred_switches,
             "cpus": self.cpus,
+            "start_mono_ns": self.start_mono_ns,
             "threads": threads,
             "by_comm": by_comm,
         });
@@ -1485,6 +1496,17 @@ CPU:1 [LOST 7 EVENTS]
         }
         let r = c.finish();
         assert_eq!((r.threads.len(), r.cpus, r.span_ns), (2, 4, 2_000_000));
+        // corral's recorder traces on CLOCK_MONOTONIC: the start places
+        // the replay's ticks. A trace without the line has no such start.
+        assert_eq!(r.start_mono_ns, Some(1_999_000_000));
+        assert!(r
+            .to_json(false, "t")
+            .contains("\"start_mono_ns\":1999000000"));
+        let mut bare = Converter::new(Scope::All, None);
+        for l in trace.lines().skip(1) {
+            bare.line(l).unwrap();
+        }
+        assert_eq!(bare.finish().start_mono_ns, None);
         assert_eq!(r.threads[0].cpus, Some(vec![1]));
         assert_eq!(r.threads[1].cgroup.as_deref(), Some("/lab/work"));
         assert_eq!(r.threads[0].cgroup, None, "the root is none");

@@ -13,10 +13,10 @@
 //! - **Group scheduling**: a task group has a run queue on every CPU and,
 //!   in its parent's run queue there, an entity whose weight is the group's
 //!   share of its `shares` by that CPU's load (`calc_group_shares`):
-//!   `weight = shares · load(cpu) / Σ load(all CPUs)`, at least MIN_SHARES
-//!   (XXX: the kernel uses PELT `load_avg`; this uses instantaneous queue
-//!   weights, updated on every enqueue, dequeue and tick). Picking descends
-//!   from the root, one entity per level.
+//!   see [`Fair::update_shares`]: in the EEVDF era from the group queues'
+//!   PELT `load_avg`, as the kernel does; in the CFS era (2.6.32's
+//!   `tg_shares_up`) from the queues' instantaneous weights. Picking
+//!   descends from the root, one entity per level.
 //! - `select_task_rq` of a new task or one that may no longer run on its
 //!   CPU (both eras), and of every wake-up in the CFS era: the previous
 //!   CPU if idle, else an idle allowed CPU, else, for a wake-up, the
@@ -98,7 +98,7 @@ use crate::engine::{Ns, OrderedSet};
 use crate::sched::features::{Feature, Features};
 use crate::sched::kernel::Policy;
 use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
-use crate::sched::pelt::Pelt;
+use crate::sched::pelt::{Pelt, SchedAvg};
 use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
 use std::collections::HashMap;
 
@@ -225,11 +225,19 @@ struct CfsRq {
     /// Queued entities whose slice is not the base slice (none, nearly
     /// always: then the smallest and largest slice need no scan).
     odd_slices: usize,
+    /// A group's queue, EEVDF era: the PELT average of its queued weight
+    /// (`cfs_rq->avg`), the `load_avg` its group last counted from it
+    /// (`tg_load_avg_contrib`) and when (`last_update_tg_load_avg`).
+    avg: SchedAvg,
+    tg_contrib: u64,
+    tg_contrib_at: Ns,
 }
 
 #[derive(Debug, Clone)]
 struct Group {
     shares: u64,
+    /// `tg->load_avg`: Σ of its queues' `tg_contrib` (EEVDF era).
+    load_avg: u64,
     /// Run queue per CPU.
     rqs: Vec<RqId>,
     /// CFS bandwidth: `cpu.cfs_quota_us` / `cpu.max`, if any.
@@ -319,6 +327,13 @@ pub struct Fair {
     /// Scheduling work (counters only: picks, entities looked at to pick,
     /// task enqueues and dequeues).
     work: Work,
+    /// The latest time the class was told of, for the group queues' PELT
+    /// (XXX: on the machine's clock, not each CPU's `rq_clock_pelt`, which
+    /// differs on a CPU slower than the biggest or one that was idle).
+    clock: Ns,
+    /// When the idle CPUs' group queues are next brought up to date
+    /// (`nohz.next_blocked`).
+    next_blocked: Ns,
 }
 
 impl Fair {
@@ -361,6 +376,8 @@ impl Fair {
             idle_stamp: vec![None; ncpus],
             overloaded: false,
             work: Work::default(),
+            clock: 0,
+            next_blocked: 0,
         };
         let root: Vec<RqId> = (0..ncpus)
             .map(|_| {
@@ -370,6 +387,7 @@ impl Fair {
             .collect();
         f.groups.push(Group {
             shares: NICE_0_WEIGHT,
+            load_avg: 0,
             rqs: root,
             quota: None,
         });
@@ -435,6 +453,7 @@ impl Fair {
         }
         self.groups.push(Group {
             shares: NICE_0_WEIGHT,
+            load_avg: 0,
             rqs,
             quota: None,
         });
@@ -759,6 +778,7 @@ impl Fair {
     /// which on a live machine never falls on the very nanosecond of a
     /// wake-up, always asks).
     fn update_curr_levels(&mut self, cpu: usize, now: Ns, always: bool) -> u32 {
+        self.clock = self.clock.max(now);
         let Some(t) = self.running[cpu] else {
             return 0;
         };
@@ -834,6 +854,7 @@ impl Fair {
             }
         }
         if on_rq {
+            self.pelt_group_rq(rq);
             self.rqs[rq].load = self.rqs[rq].load + w - old;
         }
     }
@@ -858,6 +879,31 @@ impl Fair {
         })
     }
 
+    /// A group entity's weight on one CPU: its share of the group's
+    /// `shares` by that CPU's part of the group's load.
+    ///
+    /// EEVDF era (`update_cfs_group` → `calc_group_shares`):
+    ///
+    /// ```text
+    /// load      = max(cfs_rq->load.weight, cfs_rq->avg.load_avg)
+    /// tg_weight = tg->load_avg − cfs_rq->tg_load_avg_contrib + load
+    /// weight    = clamp(shares · load / tg_weight, MIN_SHARES, shares)
+    /// ```
+    ///
+    /// so a group's weight on a CPU follows where its load has been over
+    /// the last tens of ms (PELT), not only what is queued this instant: a
+    /// periodic thread's group keeps weight on its CPU between wake-ups.
+    /// XXX: a task that migrates leaves its part of `load_avg` on the old
+    /// queue to decay (the kernel moves it at once,
+    /// `detach_entity_load_avg`/`attach_entity_load_avg`); a group
+    /// entity's own `load_avg` is not propagated to its parent's queue
+    /// (`propagate_entity_load_avg`): the parent's average follows the
+    /// group entity's queued weight.
+    ///
+    /// CFS era (2.6.32, `tg_shares_up`/`update_group_shares_cpu`):
+    /// `weight = shares · load(cpu) / Σ load(all CPUs)` on the queues'
+    /// instantaneous weights (XXX: the kernel recomputes it at balancing,
+    /// this on every enqueue, dequeue and tick).
     fn update_shares(&mut self, rq: RqId) {
         let Some(se) = self.rqs[rq].se else { return };
         if self.entities[se].delayed {
@@ -865,14 +911,94 @@ impl Fair {
             // follows its empty queue's decaying load_avg (PELT).
             return;
         }
-        let g = &self.groups[self.rqs[rq].group];
-        let total: u64 = g.rqs.iter().map(|&r| self.rqs[r].load).sum();
-        let local = self.rqs[rq].load;
-        // An idle group keeps its full shares (it is not queued anyway).
-        let w = (g.shares * local)
-            .checked_div(total)
-            .map_or(g.shares, |w| w.clamp(MIN_SHARES, g.shares.max(MIN_SHARES)));
+        let gid = self.rqs[rq].group;
+        let shares = self.groups[gid].shares;
+        let w = if self.flavour == Flavour::Eevdf {
+            self.pelt_group_rq(rq);
+            self.update_tg_load_avg(rq);
+            let r = &self.rqs[rq];
+            let load = r.load.max(r.avg.load_avg);
+            let tg_weight = self.groups[gid].load_avg.saturating_sub(r.tg_contrib) + load;
+            (shares * load)
+                .checked_div(tg_weight)
+                .map_or(shares, |w| w.clamp(MIN_SHARES, shares.max(MIN_SHARES)))
+        } else {
+            let g = &self.groups[gid];
+            let total: u64 = g.rqs.iter().map(|&r| self.rqs[r].load).sum();
+            let local = self.rqs[rq].load;
+            // An idle group keeps its full shares (it is not queued anyway).
+            (shares * local)
+                .checked_div(total)
+                .map_or(shares, |w| w.clamp(MIN_SHARES, shares.max(MIN_SHARES)))
+        };
         self.reweight(se, w);
+    }
+
+    /// Brings a group queue's PELT average up to the class's clock with
+    /// the weight queued until now (`update_cfs_rq_load_avg`, before its
+    /// load changes):
+    ///
+    /// ```text
+    /// load_sum = Σ_periods load.weight · y^n       (y^32 = 1/2)
+    /// load_avg = load_sum / divider
+    /// ```
+    fn pelt_group_rq(&mut self, rq: RqId) {
+        if self.flavour != Flavour::Eevdf || self.rqs[rq].se.is_none() {
+            return;
+        }
+        let now = self.clock;
+        let r = &mut self.rqs[rq];
+        let (load, nr, running) = (r.load, r.nr_queued as u64, r.curr.is_some());
+        if r.avg.update_load_sum(now, load, nr, running) {
+            r.avg.update_load_avg(1);
+        }
+    }
+
+    /// `sched_balance_update_blocked_averages`: the group queues' loads
+    /// decay while nothing is queued on them, and their groups are told.
+    /// A busy CPU does its own at its balance softirq and, every
+    /// `LOAD_AVG_PERIOD` ms, the idle (tickless) CPUs' through the nohz
+    /// idle balance (`nohz.next_blocked`). XXX: its own at every tick (the
+    /// softirq runs at each balance interval, 1 tick to 64 ms here).
+    fn update_blocked_averages_at_tick(&mut self, cpu: usize, now: Ns) {
+        if self.flavour != Flavour::Eevdf {
+            return;
+        }
+        self.update_blocked_averages(cpu);
+        if now >= self.next_blocked {
+            self.next_blocked = now + crate::sched::pelt::LOAD_AVG_PERIOD * 1_000_000;
+            for c in 0..self.ncpus {
+                if c != cpu && self.running[c].is_none() {
+                    self.update_blocked_averages(c);
+                }
+            }
+        }
+    }
+
+    fn update_blocked_averages(&mut self, cpu: usize) {
+        for g in 1..self.groups.len() {
+            let rq = self.groups[g].rqs[cpu];
+            self.pelt_group_rq(rq);
+            self.update_tg_load_avg(rq);
+        }
+    }
+
+    /// `update_tg_load_avg`: a queue tells its group of its `load_avg`
+    /// when it moved by more than 1/64 of what it last told, at most once
+    /// a millisecond (Linux 6.7's rate limit).
+    fn update_tg_load_avg(&mut self, rq: RqId) {
+        let now = self.clock;
+        let r = &mut self.rqs[rq];
+        if now.saturating_sub(r.tg_contrib_at) < 1_000_000 && r.tg_contrib_at != 0 {
+            return;
+        }
+        let delta = r.avg.load_avg as i64 - r.tg_contrib as i64;
+        if delta.unsigned_abs() > r.tg_contrib / 64 {
+            let g = &mut self.groups[r.group];
+            g.load_avg = (g.load_avg as i64 + delta).max(0) as u64;
+            r.tg_contrib = r.avg.load_avg;
+            r.tg_contrib_at = now.max(1);
+        }
     }
 
     /// Re-weighs the group entities from run queue `rq` up to the root.
@@ -911,6 +1037,7 @@ impl Fair {
         en.exec_start = now;
         let (w, odd) = (en.weight, en.slice != self.tun.base_slice_ns);
         self.tree_add(rq, e);
+        self.pelt_group_rq(rq);
         let r = &mut self.rqs[rq];
         r.load += w;
         r.nr_queued += 1;
@@ -942,6 +1069,7 @@ impl Fair {
             self.entities[e].weight,
             self.entities[e].slice != self.tun.base_slice_ns,
         );
+        self.pelt_group_rq(rq);
         let r = &mut self.rqs[rq];
         r.load -= w;
         r.nr_queued -= 1;
@@ -2074,6 +2202,7 @@ impl SchedClass for Fair {
     }
 
     fn enqueue(&mut self, cpu: usize, t: TaskId, wakeup: bool, now: Ns) {
+        self.clock = self.clock.max(now);
         self.work.enqueues += 1;
         self.ensure_task(t);
         let TaskInfo { entity, group, .. } = self.tasks[t];
@@ -2151,6 +2280,7 @@ impl SchedClass for Fair {
     }
 
     fn dequeue(&mut self, cpu: usize, t: TaskId, sleep: bool, now: Ns) {
+        self.clock = self.clock.max(now);
         self.work.dequeues += 1;
         let e = self.tasks[t].entity;
         self.runnable[cpu] -= 1;
@@ -2193,6 +2323,7 @@ impl SchedClass for Fair {
     }
 
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
+        self.clock = self.clock.max(now);
         self.work.picks += 1;
         'pick: loop {
             // Choose without side effects, then commit.
@@ -2274,12 +2405,14 @@ impl SchedClass for Fair {
     }
 
     fn tick(&mut self, cpu: usize, now: Ns) -> bool {
+        self.clock = self.clock.max(now);
         self.refresh_bandwidth(now);
         let resched = self.update_curr_cpu(cpu, now);
         let Some(t) = self.running[cpu] else {
             // Idle with work queued (a group was just unthrottled): pick.
             return self.rqs[self.groups[0].rqs[cpu]].nr_queued > 0;
         };
+        self.update_blocked_averages_at_tick(cpu, now);
         // entity_tick re-weighs the running task's groups on this CPU.
         let rq = self.entities[self.tasks[t].entity].rq;
         self.update_shares_up(rq);

@@ -476,7 +476,8 @@ pub struct RecordArgs {
     )]
     pub output: PathBuf,
     /// Stop after S seconds [default: when the command exits; 10 with
-    /// --scope-pid].
+    /// --scope-pid]. With --scope-pid recording also stops once every
+    /// thread in scope has exited.
     #[arg(long, value_name = "S")]
     pub seconds: Option<f64>,
     /// Record this running process, its threads and everything it starts

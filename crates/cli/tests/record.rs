@@ -308,3 +308,40 @@ fn a_recording_s_replay_ticks_where_the_live_ticks_were() {
     assert!((with - 3.0).abs() < 0.1, "first switch at {with} ms");
     assert!((without - 4.0).abs() < 0.1, "first switch at {without} ms");
 }
+
+#[test]
+fn privileged_scope_pid_recording_ends_when_the_scope_has_exited() {
+    if !root("privileged_scope_pid_recording_ends_when_the_scope_has_exited") {
+        return;
+    }
+    // A shell that sleeps a second, works a moment and exits, recorded
+    // with room for 30 s: the recording ends within a few seconds of its
+    // exit.
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.json");
+    let script = format!(
+        "sh -c 'sleep 1; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' & P=$!; {} record -o {} --scope-pid $P --seconds 30",
+        env!("CARGO_BIN_EXE_corral"),
+        rec.display()
+    );
+    let t0 = std::time::Instant::now();
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let took = t0.elapsed();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("every thread in scope has exited"),
+        "{}",
+        text(&out)
+    );
+    assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    assert!(
+        v["corral_recording"]["threads"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|n| n.starts_with("sh-")),
+        "{v}"
+    );
+}

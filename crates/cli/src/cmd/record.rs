@@ -153,6 +153,7 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let mut next_note = Duration::from_secs(5);
     let mut status = None;
     let mut affinity = Affinity::default();
+    let mut next_check = Duration::ZERO;
     loop {
         std::thread::sleep(Duration::from_millis(100));
         read(&mut inst, &mut conv, &mut reading, &mut raw).context("cannot read the trace")?;
@@ -176,6 +177,19 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         }
         if stop.load(Ordering::Relaxed) || limit.is_some_and(|l| elapsed >= l) {
             break;
+        }
+        // --scope-pid: once every process named and every thread seen in
+        // scope is gone there is nothing left to record.
+        if child.is_none() && elapsed >= next_check {
+            next_check = elapsed + Duration::from_secs(1);
+            if roots
+                .iter()
+                .chain(&conv.alive())
+                .all(|&t| gone(&paths.procfs, t))
+            {
+                eprintln!("corral: every thread in scope has exited");
+                break;
+            }
         }
     }
     inst.stop().context("cannot stop tracing")?;
@@ -227,6 +241,18 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     }
     written?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether thread `tid` has exited: no `/proc/TID`, or a zombie (state
+/// `Z` or `X` in `/proc/TID/stat`) waiting for its parent.
+fn gone(procfs: &std::path::Path, tid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(procfs.join(tid.to_string()).join("stat")) else {
+        return true;
+    };
+    // The state follows the command's closing parenthesis.
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].trim_start().chars().next())
+        .is_none_or(|c| c == 'Z' || c == 'X')
 }
 
 /// Each recorded thread's CPUs and cgroup, which events do not carry:

@@ -412,17 +412,17 @@ fn no_run_to_parity_preempts_at_every_tick_instead_of_every_request() {
 #[test]
 fn eevdf_a_group_s_weight_on_a_cpu_follows_its_load_average_there() {
     // Group /g has a hog pinned to CPU 0 and another pinned to CPU 1 that
-    // stops after 1 s; a hog of the root shares CPU 0. calc_group_shares
-    // splits /g's 1024 by each CPU's max(queued weight, PELT load_avg):
-    // while both run, 512 each, so /g's hog on CPU 0 gets 512/1536 of it;
-    // just after CPU 1's hog stops its load_avg (32 ms half-life) still
-    // counts, so CPU 0's entity stays well under the whole 1024 for tens
-    // of ms (queue weights alone would give it 1024 at once: half of
-    // CPU 0); once that load has decayed, half.
+    // goes to sleep after 1 s; a hog of the root shares CPU 0.
+    // calc_group_shares splits /g's 1024 by each CPU's max(queued weight,
+    // PELT load_avg): while both run, 512 each, so /g's hog on CPU 0 gets
+    // 512/1536 of it; just after CPU 1's hog sleeps its blocked load (32 ms
+    // half-life) still counts, so CPU 0's entity stays well under the whole
+    // 1024 for tens of ms (queue weights alone would give it 1024 at once:
+    // half of CPU 0); once that load has decayed, half.
     let w = parse(
         r#"{"tasks": {
             "g0": {"cpus": [0], "taskgroup": "/g", "run": 10000000},
-            "g1": {"cpus": [1], "taskgroup": "/g", "loop": 1, "run": 1000000},
+            "g1": {"cpus": [1], "taskgroup": "/g", "loop": 1, "run": 1000000, "sleep": 5000000},
             "root": {"cpus": [0], "run": 10000000}
         }}"#,
         "test",
@@ -439,7 +439,7 @@ fn eevdf_a_group_s_weight_on_a_cpu_follows_its_load_average_there() {
             / (y[0].cpu_ns - x[0].cpu_ns + y[2].cpu_ns - x[2].cpu_ns) as f64
     };
     let (both, just_after, later) = (share(&a, &b), share(&b, &c), share(&d, &e));
-    println!("g0's share of CPU 0: both running {both:.3}, the 30 ms after g1 stopped {just_after:.3}, a second later {later:.3}");
+    println!("g0's share of CPU 0: both running {both:.3}, the 30 ms after g1 slept {just_after:.3}, a second later {later:.3}");
     assert!((both - 1.0 / 3.0).abs() < 0.03, "{both}");
     assert!(just_after < 0.45, "{just_after}");
     assert!((later - 0.5).abs() < 0.02, "{later}");

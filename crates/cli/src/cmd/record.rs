@@ -179,16 +179,24 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             break;
         }
         // --scope-pid: once every process named and every thread seen in
-        // scope is gone there is nothing left to record.
+        // scope is gone there is nothing left to record. The trace is read
+        // once more before it is believed: a last thread may have forked
+        // and exited since the read above, its child's fork not yet seen.
         if child.is_none() && elapsed >= next_check {
             next_check = elapsed + Duration::from_secs(1);
-            if roots
-                .iter()
-                .chain(&conv.alive())
-                .all(|&t| gone(&paths.procfs, t))
-            {
-                eprintln!("corral: every thread in scope has exited");
-                break;
+            let all_gone = |conv: &Converter| {
+                roots
+                    .iter()
+                    .chain(&conv.alive())
+                    .all(|&t| gone(&paths.procfs, t))
+            };
+            if all_gone(&conv) {
+                read(&mut inst, &mut conv, &mut reading, &mut raw)
+                    .context("cannot read the trace")?;
+                if all_gone(&conv) {
+                    eprintln!("corral: every thread in scope has exited");
+                    break;
+                }
             }
         }
     }

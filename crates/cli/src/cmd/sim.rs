@@ -120,7 +120,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
             spec.platform.capacities = vec![1024; n as usize];
         }
     }
-    // A recording made by corral knows where the live ticks fell.
+    // A recording made by corral knows where the live ticks fell (XXX: on
+    // the replay's HZ; the live kernel's CONFIG_HZ is not recorded).
     if let Some(start) = recorded.as_ref().and_then(|r| r["start_mono_ns"].as_u64()) {
         if !spec.tick_phase_given {
             spec.platform.tick_phase =

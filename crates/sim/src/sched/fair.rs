@@ -893,12 +893,18 @@ impl Fair {
     /// so a group's weight on a CPU follows where its load has been over
     /// the last tens of ms (PELT), not only what is queued this instant: a
     /// periodic thread's group keeps weight on its CPU between wake-ups.
-    /// XXX: a task that migrates leaves its part of `load_avg` on the old
-    /// queue to decay (the kernel moves it at once,
-    /// `detach_entity_load_avg`/`attach_entity_load_avg`); a group
-    /// entity's own `load_avg` is not propagated to its parent's queue
-    /// (`propagate_entity_load_avg`): the parent's average follows the
-    /// group entity's queued weight.
+    /// A group whose queue here is empty keeps the weight it had
+    /// (`update_cfs_group`: "When a group becomes empty, preserve its
+    /// weight", delayed entities included).
+    /// XXX: a task that migrates or exits leaves its part of `load_avg` on
+    /// its old queue to decay (the kernel takes it off at once,
+    /// `detach_entity_load_avg`, `remove_entity_load_avg`), and a new task
+    /// adds nothing until it has run (the kernel starts it at full load,
+    /// `init_entity_runnable_average`); a group entity's own `load_avg` is
+    /// not propagated to its parent's queue (`propagate_entity_load_avg`):
+    /// the parent's average follows the group entity's queued weight; the
+    /// floor is MIN_SHARES unscaled (2), where the kernel's is 2 of
+    /// `scale_load` units (2/1024).
     ///
     /// CFS era (2.6.32, `tg_shares_up`/`update_group_shares_cpu`):
     /// `weight = shares · load(cpu) / Σ load(all CPUs)` on the queues'
@@ -906,23 +912,24 @@ impl Fair {
     /// this on every enqueue, dequeue and tick).
     fn update_shares(&mut self, rq: RqId) {
         let Some(se) = self.rqs[rq].se else { return };
-        if self.entities[se].delayed {
-            // XXX: a delayed group entity keeps its weight; the kernel's
-            // follows its empty queue's decaying load_avg (PELT).
-            return;
-        }
         let gid = self.rqs[rq].group;
         let shares = self.groups[gid].shares;
         let w = if self.flavour == Flavour::Eevdf {
             self.pelt_group_rq(rq);
             self.update_tg_load_avg(rq);
             let r = &self.rqs[rq];
+            if r.load == 0 {
+                return;
+            }
             let load = r.load.max(r.avg.load_avg);
             let tg_weight = self.groups[gid].load_avg.saturating_sub(r.tg_contrib) + load;
             (shares * load)
                 .checked_div(tg_weight)
                 .map_or(shares, |w| w.clamp(MIN_SHARES, shares.max(MIN_SHARES)))
         } else {
+            if self.entities[se].delayed {
+                return;
+            }
             let g = &self.groups[gid];
             let total: u64 = g.rqs.iter().map(|&r| self.rqs[r].load).sum();
             let local = self.rqs[rq].load;
@@ -959,7 +966,10 @@ impl Fair {
     /// A busy CPU does its own at its balance softirq and, every
     /// `LOAD_AVG_PERIOD` ms, the idle (tickless) CPUs' through the nohz
     /// idle balance (`nohz.next_blocked`). XXX: its own at every tick (the
-    /// softirq runs at each balance interval, 1 tick to 64 ms here).
+    /// softirq runs at each balance interval, 1 tick to 64 ms here); the
+    /// idle CPUs' every 32 ms (the kernel's `time_after` makes it 32 ms and
+    /// a jiffy); not at new-idle balancing (`sched_balance_newidle`, and the
+    /// stats kick of `nohz_newidle_balance`).
     fn update_blocked_averages_at_tick(&mut self, cpu: usize, now: Ns) {
         if self.flavour != Flavour::Eevdf {
             return;

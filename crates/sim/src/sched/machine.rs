@@ -483,23 +483,25 @@ fn resource_ids(work: &Workload) -> (Vec<Vec<Vec<(u32, u32)>>>, FastMap<Name, u3
     (ids, names)
 }
 
-/// Which CPUs are online at the start; at least one must be.
 /// Where the first tick after `start_ns` (CLOCK_MONOTONIC) lies, ns
 /// after it: a [`Platform::tick_phase`] for a workload that began then.
 ///
 /// first tick = (TICK_NSEC − start mod TICK_NSEC) mod TICK_NSEC
 ///
 /// The kernel aligns the tick to multiples of `TICK_NSEC` on
-/// CLOCK_MONOTONIC (`tick_next_period`; "tick/common: Align tick period
-/// with the HZ tick", Linux 5.10), on every CPU alike (`skew_tick=0`). The
-/// phase matters: periodic timers keep it for the whole run, and whether
-/// a wake-up lands inside or after the running task's protected slice
-/// decides if it preempts at once or waits for the next tick.
+/// CLOCK_MONOTONIC (`tick_init_jiffy_update`, `tick_setup_device`;
+/// "tick/common: Align tick period with the HZ tick", Linux 6.4, also in
+/// stable kernels), on every CPU alike (`skew_tick=0`; XXX: `skew_tick=1`
+/// staggers them). The phase matters: periodic timers keep it for the
+/// whole run, and whether a wake-up lands inside or after the running
+/// task's protected slice decides if it preempts at once or waits for the
+/// next tick.
 pub fn tick_phase_after(start_ns: u64, hz: u32) -> Ns {
     let tick = 1_000_000_000 / u64::from(hz.max(1));
     (tick - start_ns % tick) % tick
 }
 
+/// Which CPUs are online at the start; at least one must be.
 fn online_at_start(platform: &Platform) -> Result<Vec<bool>, Error> {
     let ncpus = platform.capacities.len();
     let mut online = vec![true; ncpus];

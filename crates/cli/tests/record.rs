@@ -233,6 +233,23 @@ fn a_text_trace_from_another_tool_converts_without_root() {
     assert!(text(&out).contains("sleep-12004"), "{}", text(&out));
 }
 
+/// Runs `script` with `sh -c` as a shell user records, `$CORRAL` being
+/// corral and `$REC` where the recording goes; it must succeed. Its output
+/// and the recording.
+fn record_from_shell(script: &str) -> (Output, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.json");
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .env("CORRAL", env!("CARGO_BIN_EXE_corral"))
+        .env("REC", &rec)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    (out, v)
+}
+
 #[test]
 fn privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral() {
     if !root("privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral") {
@@ -240,17 +257,9 @@ fn privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral() {
     }
     // `corral record --scope-pid $$` as a shell user runs it: corral is
     // one of the shell's descendants, beside a busy loop.
-    let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("rec.json");
-    let script = format!(
-        "sh -c 'while :; do :; done' & L=$!; {} record -o {} --scope-pid $$ --seconds 1; s=$?; kill $L; exit $s",
-        env!("CARGO_BIN_EXE_corral"),
-        rec.display()
+    let (_, v) = record_from_shell(
+        "sh -c 'while :; do :; done' & L=$!; \"$CORRAL\" record -o \"$REC\" --scope-pid $$ --seconds 1; s=$?; kill $L; exit $s",
     );
-    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
     // The workload's threads; what ran beside it (another test's corral,
     // a kworker) is kept apart as background.
     let names: Vec<&String> = v["corral_recording"]["threads"]
@@ -317,25 +326,17 @@ fn privileged_scope_pid_recording_ends_when_the_scope_has_exited() {
     // A shell that sleeps a second, works a moment and exits, recorded
     // with room for 30 s: the recording ends within a few seconds of its
     // exit.
-    let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("rec.json");
-    let script = format!(
-        "sh -c 'sleep 1; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' & P=$!; {} record -o {} --scope-pid $P --seconds 30",
-        env!("CARGO_BIN_EXE_corral"),
-        rec.display()
-    );
     let t0 = std::time::Instant::now();
-    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let (out, v) = record_from_shell(
+        "sh -c 'sleep 1; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' & P=$!; \"$CORRAL\" record -o \"$REC\" --scope-pid $P --seconds 30",
+    );
     let took = t0.elapsed();
-    assert!(out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("every thread in scope has exited"),
         "{}",
         text(&out)
     );
     assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
     assert!(
         v["corral_recording"]["threads"]
             .as_object()

@@ -999,7 +999,7 @@ impl Fair {
     fn update_tg_load_avg(&mut self, rq: RqId) {
         let now = self.clock;
         let r = &mut self.rqs[rq];
-        if now.saturating_sub(r.tg_contrib_at) < 1_000_000 && r.tg_contrib_at != 0 {
+        if now.saturating_sub(r.tg_contrib_at) < 1_000_000 {
             return;
         }
         let delta = r.avg.load_avg as i64 - r.tg_contrib as i64;
@@ -1007,7 +1007,7 @@ impl Fair {
             let g = &mut self.groups[r.group];
             g.load_avg = (g.load_avg as i64 + delta).max(0) as u64;
             r.tg_contrib = r.avg.load_avg;
-            r.tg_contrib_at = now.max(1);
+            r.tg_contrib_at = now;
         }
     }
 

@@ -224,7 +224,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
     /// Seed for anything random; recorded in the summary. (No model draws
-    /// random numbers today: a run depends on its input alone.)
+    /// random numbers: a run depends on its input alone. --phases draws
+    /// its phases from it.)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Print the summary as JSON.
@@ -249,9 +250,21 @@ pub struct SimArgs {
     /// Who manages the simulated machine [default: none].
     #[arg(long, value_name = "POLICY")]
     pub policy: Option<SimPolicy>,
-    /// corral's configuration for --policy corral (default: the built-in one).
+    /// corral's configuration for --policy corral and --compare (default:
+    /// the built-in one).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// What if corral managed it: replay the workload with no policy and
+    /// under corral, and print the predicted effect side by side (each
+    /// periodic thread, the programs that use the most CPU, the whole).
+    #[arg(long, conflicts_with_all = ["policy", "trace", "svg", "log_dir", "bench", "paper"])]
+    pub compare: bool,
+    /// With --compare: replay a recording's periodic threads (cyclictest, a
+    /// frame loop) at this many phases of their grids, the first as
+    /// recorded, and quote the medians (a live run draws its phase anew)
+    /// [default: 9 for a recording with periodic threads, else 1].
+    #[arg(long, value_name = "N", requires = "compare", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub phases: Option<u32>,
     /// Reproduce a paper's experiment (000–004, or all) from the bundled
     /// scenarios and print the paper's figures beside the simulated ones.
     #[arg(long, value_name = "PAPER", value_parser = ["000", "001", "002", "003", "004", "all"], conflicts_with_all = ["workload", "bench"])]

@@ -10,6 +10,7 @@ mod run;
 mod sim;
 mod status;
 mod top;
+mod whatif;
 
 use crate::args::{Cli, Command, ConfigCommand, LabCommand, Roots};
 use corral_linux::HostPaths;

@@ -162,12 +162,12 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let end = (secs * 1e9) as u64;
     let corral = args.policy == Some(crate::args::SimPolicy::Corral);
     anyhow::ensure!(
-        corral || args.config.is_none(),
-        "--config is corral's configuration, read only with --policy corral"
+        corral || args.compare || args.config.is_none(),
+        "--config is corral's configuration, read only with --policy corral or --compare"
     );
     anyhow::ensure!(
-        corral || spec.boosts.is_empty(),
-        "the platform scripts boosts, which only --policy corral acts on"
+        corral || args.compare || spec.boosts.is_empty(),
+        "the platform scripts boosts, which only --policy corral and --compare act on"
     );
     if spec.features != Features::default() && kernel != Model::Fair(Flavour::Eevdf) {
         let off: Vec<&str> = Feature::ALL
@@ -186,6 +186,9 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let Some(flavour) = kernel.flavour() else {
+        if args.compare {
+            return Err(super::whatif::unsupported(&kernel.to_string()));
+        }
         // An older run-queue model (Linux 2.4, MLQ, O(1), BFS).
         anyhow::ensure!(
             !corral,
@@ -203,6 +206,22 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         let wall = t0.elapsed().as_secs_f64();
         return finish(&m, args, secs, window, wall, None, recorded.as_ref());
     };
+    if args.compare {
+        let config = match &args.config {
+            Some(f) => super::load_config(f)?,
+            None => corral_core::config::Config::default(),
+        };
+        return super::whatif::run(
+            args,
+            work,
+            &spec,
+            flavour,
+            config,
+            recorded.as_ref(),
+            end,
+            &kernel.to_string(),
+        );
+    }
     let mut m = platform::build(work, &spec, flavour)?;
     if recording {
         m.record();

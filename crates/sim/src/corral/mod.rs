@@ -4,3 +4,4 @@
 
 pub mod host;
 pub mod policy;
+pub mod whatif;

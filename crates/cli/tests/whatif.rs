@@ -106,7 +106,9 @@ fn compare_replays_a_recording_with_and_without_corral_over_phases() {
     let (none, managed) = (p99("none"), p99("corral"));
     assert_eq!((none.len(), managed.len()), (5, 5));
     // The ratio quoted is of the medians.
-    let r = row["p99_ratio_of_medians"].as_f64().unwrap_or_else(|| panic!("{none:?} {managed:?}"));
+    let r = row["p99_ratio_of_medians"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{none:?} {managed:?}"));
     assert!((r - median(managed) / median(none)).abs() < 1e-9);
     assert_eq!(row["live"]["latency_p99_us"], 1500.0);
     // Every replay ran the loop's 400 periods.

@@ -112,7 +112,10 @@ pub fn run(
         .collect();
     // (comm, CPU, threads not already a row of their own)
     let mut programs: Vec<(String, u64, usize)> = Vec::new();
-    for t in r.none[0].iter().filter(|t| !background.contains(t.name.as_str())) {
+    for t in r.none[0]
+        .iter()
+        .filter(|t| !background.contains(t.name.as_str()))
+    {
         let comm = recording::comm_of(&t.name);
         let other = !periodic.iter().any(|p| p.name == t.name) as usize;
         match programs.iter_mut().find(|(c, ..)| c == comm) {
@@ -140,9 +143,9 @@ pub fn run(
             .iter()
             .map(|s| match pick {
                 Pick::Thread(n) => whatif::figures(s, |t| t == n),
-                Pick::Program(c) => whatif::figures(s, |t| {
-                    !background.contains(t) && recording::comm_of(t) == c
-                }),
+                Pick::Program(c) => {
+                    whatif::figures(s, |t| !background.contains(t) && recording::comm_of(t) == c)
+                }
             })
             .collect::<Vec<Figures>>()
     };
@@ -234,14 +237,16 @@ pub fn run(
     let p99 = |f: &Figures| f.p99_ns as f64 / 1e3;
     let cpu = |f: &[Figures]| whatif::median(f.iter().map(|x| x.cpu_ns as f64 / 1e9).collect());
     for row in &rows {
-        let (none, corral) = (per_phase(&r.none, &row.pick), per_phase(&r.corral, &row.pick));
+        let (none, corral) = (
+            per_phase(&r.none, &row.pick),
+            per_phase(&r.corral, &row.pick),
+        );
         let mut cells = vec![
             row.label.clone(),
             format!("{:.2} → {:.2}", cpu(&none), cpu(&corral)),
             spread(&none, &p99),
             spread(&corral, &p99),
-            ratio(&none, &corral, |f| f.p99_ns as f64)
-                .map_or("-".into(), |x| format!("×{x:.2}")),
+            ratio(&none, &corral, |f| f.p99_ns as f64).map_or("-".into(), |x| format!("×{x:.2}")),
             ends(&none, &corral),
         ];
         if recorded.is_some() {

@@ -45,10 +45,12 @@ impl Measure {
     pub fn why(self) -> &'static str {
         match self {
             Measure::Share => {
-                "group weights follow instantaneous queue weights, not PELT load_avg \
-                 (calc_group_shares), and the 6.x balancer is modelled on one domain level \
-                 without active balancing (a running task never moves): where a thread \
-                 shares a CPU on one side and has one to itself on the other, its share differs"
+                "the 6.x balancer is modelled on one domain level, with active balancing \
+                 only for a misfit task on CPUs of different capacities (on equal CPUs a \
+                 running task never moves: need_active_balance after repeated failures is \
+                 not modelled), and a group entity's own load_avg is not propagated up the \
+                 hierarchy (propagate_entity_load_avg): where a thread shares a CPU on one \
+                 side and has one to itself on the other, its share differs"
             }
             Measure::WakeupP50 | Measure::ResponseP50 => {
                 "wake-up placement (wake_affine, select_idle_sibling) takes an idle CPU as \
@@ -66,7 +68,8 @@ impl Measure {
             Measure::Migrations => {
                 "live, about 1 wake-up in 10 whose previous CPU is idle moves to the \
                  waker's CPU (an idle vCPU judged preempted, see wake-up latency); the \
-                 model's balancer has one domain level and no active balancing, and its \
+                 model's balancer has one domain level and active balancing only for misfit \
+                 tasks, and its \
                  new-idle pulls wait for avg_idle >= 0.5 ms (the kernel's gate before 5.16; \
                  today's, the longest recent new-idle balance, cannot be read here); with \
                  every CPU busy (hackbench-groups, traced live: 61 % of its moves are \

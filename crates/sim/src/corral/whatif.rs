@@ -58,12 +58,9 @@ pub fn offsets(periodic: &[Periodic], k: u32, seed: u64) -> Vec<u64> {
                 return 0;
             }
             // FNV-1a of the name.
-            let name = p
-                .name
-                .bytes()
-                .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                    (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-                });
+            let name = p.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+            });
             let r = mix(mix(seed ^ name) ^ k as u64);
             // The top 53 bits as a fraction in [0, 1).
             let u = (r >> 11) as f64 / (1u64 << 53) as f64;
@@ -301,7 +298,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(heard, 32);
-        assert_eq!((r.none.len(), r.corral.len(), r.offsets.len()), (16, 16, 16));
+        assert_eq!(
+            (r.none.len(), r.corral.len(), r.offsets.len()),
+            (16, 16, 16)
+        );
         // The worse of the two loops' p99, µs, per phase.
         let worst: Vec<f64> = r
             .none

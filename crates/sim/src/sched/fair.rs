@@ -85,9 +85,10 @@
 //! - `sched_yield`: an eligible task's vruntime jumps to its deadline.
 //!
 //! Checked against Linux 6.18.35's kernel/sched/fair.c and features.h.
-//! Not modelled (XXX): PELT in the group weights (the kernel's group
-//! shares follow the cfs_rqs' `load_avg`; tasks' PELT averages are kept
-//! by the machine, `crate::sched::pelt`, for what `/proc` shows), the PICK_BUDDY `next` buddy a sleeping task leaves its
+//! Group weights follow the group queues' PELT `load_avg`
+//! (`calc_group_shares`, see [`Fair::update_shares`]); the tasks' PELT
+//! averages for what `/proc` shows are the machine's (`crate::sched::pelt`).
+//! Not modelled (XXX): the PICK_BUDDY `next` buddy a sleeping task leaves its
 //! group, 6.18's task-based bandwidth throttling (tasks leave at the return to user space; here the group
 //! entity leaves at once, as before 6.18).
 //!
@@ -98,7 +99,7 @@ use crate::engine::{Ns, OrderedSet};
 use crate::sched::features::{Feature, Features};
 use crate::sched::kernel::Policy;
 use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
-use crate::sched::pelt::{Pelt, SchedAvg};
+use crate::sched::pelt::{Pelt, SchedAvg, PELT_MIN_DIVIDER};
 use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
 use std::collections::HashMap;
 
@@ -197,6 +198,12 @@ struct Entity {
     my_rq: Option<RqId>,
     /// For a task's entity: the task.
     task: Option<TaskId>,
+    /// For a task's entity, EEVDF era: its own PELT load (`se->avg`),
+    /// the queue that load is counted on (`attach_entity_load_avg`), and
+    /// whether it was ever attached (a new task starts at full load).
+    avg: SchedAvg,
+    attached: Option<RqId>,
+    pelt_init: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -824,6 +831,13 @@ impl Fair {
         if old == w {
             return;
         }
+        // A task's own load is re-weighed on its queue (`reweight_entity`:
+        // `dequeue_load_avg`, `load_avg = weight · load_sum / divider`,
+        // `enqueue_load_avg`).
+        let attached = self.entities[e].attached;
+        if self.entities[e].task.is_some() && self.flavour == Flavour::Eevdf {
+            self.detach_load(e);
+        }
         let en = &self.entities[e];
         let (rq, on_rq) = (en.rq, en.on_rq);
         let in_tree = on_rq && self.rqs[rq].curr != Some(e);
@@ -856,6 +870,12 @@ impl Fair {
         if on_rq {
             self.pelt_group_rq(rq);
             self.rqs[rq].load = self.rqs[rq].load + w - old;
+        }
+        if let (Some(a), Some(_)) = (attached, self.entities[e].task) {
+            if self.flavour == Flavour::Eevdf {
+                self.entities[e].avg.update_load_avg(w);
+                self.attach_load(a, e);
+            }
         }
     }
 
@@ -896,11 +916,9 @@ impl Fair {
     /// A group whose queue here is empty keeps the weight it had
     /// (`update_cfs_group`: "When a group becomes empty, preserve its
     /// weight", delayed entities included).
-    /// XXX: a task that migrates or exits leaves its part of `load_avg` on
-    /// its old queue to decay (the kernel takes it off at once,
-    /// `detach_entity_load_avg`, `remove_entity_load_avg`), and a new task
-    /// adds nothing until it has run (the kernel starts it at full load,
-    /// `init_entity_runnable_average`); a group entity's own `load_avg` is
+    /// A task brings its own `load_avg` to the queue it joins and takes it
+    /// from the one it leaves ([`Fair::attach_load`], [`Fair::detach_load`]).
+    /// XXX: a group entity's own `load_avg` is
     /// not propagated to its parent's queue (`propagate_entity_load_avg`):
     /// the parent's average follows the group entity's queued weight; the
     /// floor is MIN_SHARES unscaled (2), where the kernel's is 2 of
@@ -1011,6 +1029,93 @@ impl Fair {
         }
     }
 
+    /// A task's own PELT load (`update_load_avg` on its entity), brought
+    /// up to the class's clock: `load_sum` accrues while it is queued,
+    ///
+    /// ```text
+    /// load_avg = weight · load_sum / divider
+    /// ```
+    ///
+    /// kept for what it brings to, and takes from, a group's queue.
+    fn pelt_task(&mut self, e: EntityId) {
+        let now = self.clock;
+        let en = &mut self.entities[e];
+        let on = en.on_rq as u64;
+        if en.avg.update_load_sum(now, on, on, false) {
+            en.avg.update_load_avg(en.weight);
+        }
+    }
+
+    /// `attach_entity_load_avg` and `update_tg_load_avg`: a task joining
+    /// a group's queue on a CPU (woken or moved there from another CPU,
+    /// moved into the group, or new) brings its `load_avg` at once; a new
+    /// one its full weight (`init_entity_runnable_average`). It takes the
+    /// queue's clock and period position, its `load_sum` re-derived:
+    ///
+    /// ```text
+    /// load_sum(se) = load_avg(se) · divider / weight     (1 at least)
+    /// cfs_rq: load_avg += load_avg(se), load_sum += weight · load_sum(se)
+    /// ```
+    fn attach_load(&mut self, rq: RqId, e: EntityId) {
+        let en = &mut self.entities[e];
+        en.attached = Some(rq);
+        if !en.pelt_init {
+            en.pelt_init = true;
+            en.avg.load_avg = en.weight;
+        }
+        if self.rqs[rq].se.is_none() {
+            // The root's queue keeps no average here (the machine's PELT
+            // has the CPU's).
+            return;
+        }
+        self.pelt_group_rq(rq);
+        let a = &self.rqs[rq].avg;
+        let (at, contrib, div) = (a.last_update_time, a.period_contrib, a.divider());
+        let en = &mut self.entities[e];
+        en.avg.last_update_time = at;
+        en.avg.period_contrib = contrib;
+        let (w, sum) = (en.weight.max(1), en.avg.load_avg * div);
+        en.avg.load_sum = if w < sum { sum / w } else { 1 };
+        let (load_avg, load_sum) = (en.avg.load_avg, w * en.avg.load_sum);
+        let r = &mut self.rqs[rq];
+        r.avg.load_avg += load_avg;
+        r.avg.load_sum += load_sum;
+        self.update_tg_load_avg(rq);
+    }
+
+    /// `detach_entity_load_avg` / `remove_entity_load_avg`: a task leaving
+    /// the queue its load is counted on (migrating, moved out of the
+    /// group, exiting) takes its `load_avg` with it:
+    ///
+    /// ```text
+    /// cfs_rq: load_avg −= load_avg(se)
+    ///         load_sum = max(load_sum − weight · load_sum(se), load_avg · PELT_MIN_DIVIDER)
+    /// ```
+    ///
+    /// XXX: at once; the kernel applies a removal (a migration on wake-up,
+    /// an exit) at the queue's next update (`cfs_rq->removed`), at most a
+    /// tick later.
+    fn detach_load(&mut self, e: EntityId) {
+        let Some(rq) = self.entities[e].attached.take() else {
+            return;
+        };
+        if self.rqs[rq].se.is_none() {
+            return;
+        }
+        self.pelt_group_rq(rq);
+        self.pelt_task(e);
+        let en = &self.entities[e];
+        let (load_avg, load_sum) = (en.avg.load_avg, en.weight * en.avg.load_sum);
+        let r = &mut self.rqs[rq];
+        r.avg.load_avg = r.avg.load_avg.saturating_sub(load_avg);
+        r.avg.load_sum = r
+            .avg
+            .load_sum
+            .saturating_sub(load_sum)
+            .max(r.avg.load_avg * PELT_MIN_DIVIDER);
+        self.update_tg_load_avg(rq);
+    }
+
     /// Re-weighs the group entities from run queue `rq` up to the root.
     fn update_shares_up(&mut self, rq: RqId) {
         let mut rq = rq;
@@ -1021,6 +1126,15 @@ impl Fair {
     }
 
     fn enqueue_entity(&mut self, rq: RqId, e: EntityId, wakeup: bool, now: Ns) {
+        if self.flavour == Flavour::Eevdf && self.entities[e].task.is_some() {
+            // `update_load_avg(cfs_rq, se, DO_ATTACH)`: the task's load
+            // joins this queue if it is counted elsewhere (or nowhere).
+            self.pelt_task(e);
+            if self.entities[e].attached != Some(rq) {
+                self.detach_load(e);
+                self.attach_load(rq, e);
+            }
+        }
         match self.flavour {
             Flavour::Cfs => {
                 let min_v = self.rqs[rq].min_vruntime;
@@ -1057,6 +1171,9 @@ impl Fair {
     /// Takes a queued entity off its queue; EEVDF keeps its lag (and, for
     /// a migration, its deadline relative to vruntime).
     fn dequeue_entity(&mut self, rq: RqId, e: EntityId, sleep: bool) {
+        if self.flavour == Flavour::Eevdf && self.entities[e].task.is_some() {
+            self.pelt_task(e);
+        }
         let vrt = if self.flavour == Flavour::Eevdf {
             let vrt = self.avg_vruntime(rq);
             self.update_entity_lag_at(rq, e, vrt);
@@ -2157,6 +2274,16 @@ impl SchedClass for Fair {
             self.finish_delayed(e);
         }
         self.tasks[t].group = g;
+        // `task_change_group_fair`: a sleeper's load leaves its old
+        // group's queue for the new group's on the same CPU at once.
+        if self.flavour == Flavour::Eevdf {
+            if let Some(old) = self.entities[e].attached {
+                let cpu = self.rq_cpu(old);
+                self.detach_load(e);
+                let rq = self.groups[g].rqs[cpu];
+                self.attach_load(rq, e);
+            }
+        }
         Ok(())
     }
 
@@ -2330,6 +2457,11 @@ impl SchedClass for Fair {
             return;
         }
         self.dequeue_up(e, sleep);
+        if !sleep && self.flavour == Flavour::Eevdf {
+            // Migrating (`detach_entity_cfs_rq` for TASK_ON_RQ_MIGRATING),
+            // moved between groups, or exiting: its load leaves with it.
+            self.detach_load(e);
+        }
     }
 
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
@@ -3358,5 +3490,70 @@ mod tests {
         f.dequeue(0, 0, true, 10);
         assert_eq!(f.nr_running(0), 0, "empty groups leave the root queue");
         assert_eq!(f.rqs[f.groups[0].rqs[0]].nr_queued, 0);
+    }
+
+    #[test]
+    fn a_task_s_load_joins_and_leaves_a_group_queue_with_it() {
+        // attach_entity_load_avg / detach_entity_load_avg /
+        // init_entity_runnable_average / task_change_group_fair.
+        const MS: Ns = 1_000_000;
+        let mut f = Fair::eevdf(2);
+        f.set_task_group(0, "/g").unwrap();
+        let g = f.by_path["/g"];
+        let (q0, q1) = (f.groups[g].rqs[0], f.groups[g].rqs[1]);
+        // A new task brings its full weight at once.
+        let t0 = 10 * MS;
+        f.enqueue(0, 0, true, t0);
+        assert_eq!(f.rqs[q0].avg.load_avg, 1024);
+        assert_eq!(f.groups[g].load_avg, 1024);
+        assert_eq!(f.pick_next(0, t0), Some(0));
+        for k in 1..=50 {
+            f.tick(0, t0 + k * 4 * MS);
+        }
+        let load = |f: &Fair, q: RqId| f.rqs[q].avg.load_avg;
+        let before = load(&f, q0);
+        assert!(before > 1000, "{before}");
+        // The balancer moves it to CPU 1: its load leaves CPU 0's queue
+        // at once and joins CPU 1's.
+        f.dequeue(0, 0, false, t0 + 200 * MS);
+        assert!(load(&f, q0) < 10, "{}", load(&f, q0));
+        let own = f.entities[f.tasks[0].entity].avg.load_avg;
+        assert!(own.abs_diff(before) < 20, "{own} {before}");
+        f.enqueue(1, 0, false, t0 + 200 * MS);
+        assert!(load(&f, q1).abs_diff(own) < 5, "{} {own}", load(&f, q1));
+        // The group counts it once, where it is.
+        assert!(
+            f.groups[g].load_avg.abs_diff(own) < 20,
+            "{}",
+            f.groups[g].load_avg
+        );
+        // It sleeps 96 ms: its load stays on CPU 1's queue, blocked, and
+        // decays by y^n over n = 96 ms / 1024 µs periods (y^32 = 1/2).
+        f.dequeue(1, 0, true, t0 + 200 * MS);
+        f.clock = t0 + 296 * MS;
+        f.pelt_group_rq(q1);
+        let blocked = load(&f, q1) as f64;
+        let y_n = 0.5f64.powf(96e6 / 1024e3 / 32.0);
+        assert!(
+            (blocked / own as f64 - y_n).abs() < 0.01,
+            "{blocked} {own} {y_n}"
+        );
+        // Moved into another group while asleep: its load goes to that
+        // group's queue on the same CPU.
+        f.set_task_group(0, "/h").unwrap();
+        let h1 = f.groups[f.by_path["/h"]].rqs[1];
+        assert!(load(&f, q1) < 5, "{}", load(&f, q1));
+        assert!(
+            (load(&f, h1) as f64 - blocked).abs() < 5.0,
+            "{}",
+            load(&f, h1)
+        );
+        // Woken on CPU 0, it takes its load there; when it exits (a
+        // dequeue that is not a sleep), its load leaves with it.
+        f.enqueue(0, 0, true, t0 + 296 * MS);
+        let h0 = f.groups[f.by_path["/h"]].rqs[0];
+        assert!(load(&f, h1) < 5 && load(&f, h0) > 100);
+        f.dequeue(0, 0, false, t0 + 296 * MS);
+        assert!(load(&f, h0) < 5, "{}", load(&f, h0));
     }
 }

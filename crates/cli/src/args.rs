@@ -183,6 +183,27 @@ pub enum Command {
     Record(RecordArgs),
 }
 
+/// `--daemon-cost STEP_US,QUICK_US`.
+#[derive(Debug, Clone, Copy)]
+pub struct DaemonCostArg(pub corral_sim::corral::policy::DaemonCost);
+
+impl std::str::FromStr for DaemonCostArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?}: want STEP_US,QUICK_US, e.g. 1500,300 (µs of CPU)");
+        let (step, quick) = s.split_once(',').ok_or_else(bad)?;
+        let us = |v: &str| v.trim().parse::<u64>().map_err(|_| bad());
+        let (step, quick) = (us(step)?, us(quick)?);
+        if step > 10_000_000 || quick > 10_000_000 {
+            return Err(format!("{s:?}: a step of more than 10 s of CPU"));
+        }
+        Ok(DaemonCostArg(corral_sim::corral::policy::DaemonCost {
+            step_ns: step * 1000,
+            quick_ns: quick * 1000,
+        }))
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct SimArgs {
     /// The rt-app JSON workload.
@@ -254,6 +275,12 @@ pub struct SimArgs {
     /// the built-in one).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The daemon's own CPU time for --policy corral and --compare,
+    /// STEP_US,QUICK_US: a thread that runs that long at each full step
+    /// and each quick step (`corral lab overhead` measures the daemon's
+    /// CPU per step) [default: none, the daemon costs nothing].
+    #[arg(long, value_name = "STEP_US,QUICK_US")]
+    pub daemon_cost: Option<DaemonCostArg>,
     /// What if corral managed it: replay the workload with no policy and
     /// under corral, and print the predicted effect side by side (each
     /// periodic thread, the programs that use the most CPU, the whole).

@@ -71,6 +71,40 @@ fn compare_replays_a_recording_with_and_without_corral_over_phases() {
     assert!(s.contains("loop-100 (every 10.0 ms)"), "{s}");
     assert!(s.lines().any(|l| l.starts_with("hog ")), "{s}");
     assert!(s.contains("Whole (the scope"), "{s}");
+    // The daemon's own CPU time, when given, runs beside the workload
+    // under corral and is not one of its rows.
+    let out = corral()
+        .arg("sim")
+        .arg(&rec)
+        .args([
+            "--compare",
+            "--phases",
+            "1",
+            "--daemon-cost",
+            "1500,300",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with("corral")), "{names:?}");
+    // Nor part of the whole, which ends with the workload (the daemon's
+    // thread runs to the end of the replay, 16 s).
+    let ended = |pol: &str| v["whole"][pol]["ended_s"][0].as_f64().unwrap();
+    assert!(ended("corral") < 10.0, "{}", ended("corral"));
+    assert!(
+        ended("corral") >= ended("none"),
+        "{} {}",
+        ended("corral"),
+        ended("none")
+    );
 
     let out = corral()
         .arg("sim")
@@ -170,6 +204,31 @@ fn compare_refuses_what_it_cannot_do() {
     assert!(!out.status.success());
     assert!(
         text(&out).contains("needs group scheduling"),
+        "{}",
+        text(&out)
+    );
+    // The daemon's cost: two figures, and only where the daemon runs.
+    let out = corral()
+        .arg("sim")
+        .arg(&plain)
+        .args(["--compare", "--daemon-cost", "1500"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("want STEP_US,QUICK_US"),
+        "{}",
+        text(&out)
+    );
+    let out = corral()
+        .arg("sim")
+        .arg(&plain)
+        .args(["--daemon-cost", "1500,300"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("read only with --policy corral or --compare"),
         "{}",
         text(&out)
     );

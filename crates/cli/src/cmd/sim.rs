@@ -166,6 +166,10 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         "--config is corral's configuration, read only with --policy corral or --compare"
     );
     anyhow::ensure!(
+        corral || args.compare || args.daemon_cost.is_none(),
+        "--daemon-cost is the daemon's, read only with --policy corral or --compare"
+    );
+    anyhow::ensure!(
         corral || args.compare || spec.boosts.is_empty(),
         "the platform scripts boosts, which only --policy corral and --compare act on"
     );
@@ -222,6 +226,16 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
             &kernel.to_string(),
         );
     }
+    let work = match (corral, args.daemon_cost) {
+        (true, Some(c)) => {
+            let config = match &args.config {
+                Some(f) => super::load_config(f)?,
+                None => corral_core::config::Config::default(),
+            };
+            policy::with_daemon(&work, &config, c.0, end)
+        }
+        _ => work,
+    };
     let mut m = platform::build(work, &spec, flavour)?;
     if recording {
         m.record();

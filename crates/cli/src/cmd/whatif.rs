@@ -40,12 +40,14 @@ pub fn run(
     end: u64,
     kernel: &str,
 ) -> anyhow::Result<ExitCode> {
-    let background: BTreeSet<&str> = work
+    // What ran beside the scope, and the daemon's own thread if asked.
+    let mut background: BTreeSet<&str> = work
         .tasks
         .iter()
         .filter(|t| t.background)
         .map(|t| t.name.as_str())
         .collect();
+    background.insert(corral_sim::corral::policy::DAEMON_TASK);
     // The periodic threads of the scope, as the recording judged them.
     let mut periodic: Vec<Periodic> = Vec::new();
     if let Some(threads) = recorded.and_then(|r| r["threads"].as_object()) {
@@ -77,6 +79,7 @@ pub fn run(
         spec,
         flavour,
         &config,
+        args.daemon_cost.map(|c| c.0),
         &periodic,
         phases,
         args.seed,
@@ -127,7 +130,7 @@ pub fn run(
         }
     }
     programs.retain(|p| p.2 > 0);
-    programs.sort_by(|a, b| b.1.cmp(&a.1));
+    programs.sort_by_key(|p| std::cmp::Reverse(p.1));
     for (comm, ..) in programs.into_iter().take(PROGRAMS) {
         rows.push(Row {
             label: comm.clone(),

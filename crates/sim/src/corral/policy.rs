@@ -11,9 +11,11 @@
 //! time, and the owed eviction (`Daemon::settle`) follows at once, as
 //! after a reply. The policy itself is the daemon's: nothing here decides.
 //!
-//! Not modelled: the daemon's own CPU time (≈ 0.4 % of a CPU at a 1 s
-//! interval, measured by `corral lab overhead`) and the ~0.3 ms a boost
-//! request takes live (`corral lab boost-latency`).
+//! The daemon's own CPU time is a thread of the workload when asked
+//! ([`with_daemon`]: a burst at each step and quick step, as `corral lab
+//! overhead` or a recording measures them); otherwise it costs nothing.
+//! Not modelled: the ~0.3 ms a boost request takes live (`corral lab
+//! boost-latency`).
 
 use crate::corral::host::SimHost;
 use crate::engine::Ns;
@@ -39,6 +41,79 @@ pub struct BoostScript {
     pub until: Option<Ns>,
     /// The request's cap (`max_ms`); the configuration's default when unset.
     pub max_ms: Option<u64>,
+}
+
+/// The daemon's own CPU time: each full step's and each quick step's, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DaemonCost {
+    pub step_ns: Ns,
+    pub quick_ns: Ns,
+}
+
+/// The name of the thread [`with_daemon`] adds.
+pub const DAEMON_TASK: &str = "corral-daemon";
+
+/// `work` with the daemon's own thread added ([`DAEMON_TASK`]): at nice 0
+/// in the root group, any CPU, left alone by the daemon (background), it
+/// wakes at each instant `config`'s schedule steps (the loop's
+/// [`Schedule`], as [`run`] keeps it, steps taking no time) before `end`
+/// and runs `cost.step_ns` at a full step, `cost.quick_ns` at a quick one.
+/// XXX: every quick step costs the same, whether it found new threads or
+/// nothing; the live daemon's work grows with what it reads.
+pub fn with_daemon(
+    work: &crate::input::rtapp::Workload,
+    config: &Config,
+    cost: DaemonCost,
+    end: Ns,
+) -> crate::input::rtapp::Workload {
+    use crate::input::rtapp::{Event, Phase, Task};
+    let interval = config.daemon.interval_ms.max(1) * 1_000_000;
+    let fast =
+        (config.daemon.fast_interval_ms > 0).then_some(config.daemon.fast_interval_ms * 1_000_000);
+    let mut schedule = Schedule::new(interval, fast, 0);
+    let mut events = Vec::new();
+    let mut now = 0;
+    while now < end {
+        let ns = match schedule.due(now) {
+            Due::Step => {
+                schedule.stepped(now);
+                cost.step_ns
+            }
+            Due::Quick => {
+                schedule.quick_stepped(now);
+                cost.quick_ns
+            }
+            Due::Wait => {
+                now = schedule.wake_at(now, false);
+                continue;
+            }
+        };
+        if ns > 0 {
+            events.push(Event::Until(now / 1000));
+            events.push(Event::Runtime((ns / 1000).max(1)));
+        }
+    }
+    let mut w = work.clone();
+    if !events.is_empty() {
+        w.tasks.push(Task {
+            name: DAEMON_TASK.into(),
+            instances: 1,
+            policy: crate::sched::kernel::Policy::Other,
+            priority: 0,
+            cpus: None,
+            taskgroup: None,
+            loops: 1,
+            phases: vec![Phase {
+                name: "steps".into(),
+                loops: 1,
+                cpus: None,
+                events,
+            }],
+            forked: false,
+            background: true,
+        });
+    }
+    w
 }
 
 /// What the daemon did over a run.

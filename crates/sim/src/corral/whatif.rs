@@ -100,15 +100,17 @@ pub struct WhatIf {
 }
 
 /// Replays `work` for `end` ns on `spec` with no policy and under corral
-/// (with `config`, and the platform's scripted boosts), in `phases` phases
-/// (at least one: the workload as given). `progress` hears each replay
-/// done, of `2 · phases`.
+/// (with `config`, the platform's scripted boosts, and the daemon's own
+/// CPU time when given, [`policy::with_daemon`]), in `phases` phases (at
+/// least one: the workload as given). `progress` hears each replay done,
+/// of `2 · phases`.
 #[allow(clippy::too_many_arguments)]
 pub fn compare(
     work: &Workload,
     spec: &PlatformSpec,
     flavour: Flavour,
     config: &Config,
+    daemon: Option<policy::DaemonCost>,
     periodic: &[Periodic],
     phases: u32,
     seed: u64,
@@ -128,6 +130,10 @@ pub fn compare(
         out.none.push(m.stats());
         done += 1;
         progress(done);
+        let w = match daemon {
+            Some(cost) => policy::with_daemon(&w, config, cost, end),
+            None => w,
+        };
         let m = platform::build(w, spec, flavour)?;
         let (daemon, _) = policy::run(
             SimHost::new(m),
@@ -290,6 +296,7 @@ mod tests {
             &spec,
             Flavour::Eevdf,
             &Config::default(),
+            None,
             &p,
             16,
             1,
@@ -347,5 +354,61 @@ mod tests {
         assert_eq!(figures(&s, |_| false), Figures::default());
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    #[test]
+    fn the_daemon_s_own_cpu_time_runs_at_its_steps_and_is_left_alone() {
+        let config = Config::default();
+        let cost = policy::DaemonCost {
+            step_ns: 2_000_000,
+            quick_ns: 100_000,
+        };
+        let w = policy::with_daemon(&pair(), &config, cost, 1_000_000_000);
+        let t = w.tasks.last().unwrap();
+        assert_eq!(t.name, policy::DAEMON_TASK);
+        assert!(t.background);
+        let events: Vec<&Event> = t.phases.iter().flat_map(|p| &p.events).collect();
+        let runs: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Runtime(us) => Some(*us),
+                _ => None,
+            })
+            .collect();
+        let at: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Until(us) => Some(*us),
+                _ => None,
+            })
+            .collect();
+        // A full step at 0, quick steps every 40 ms until the next full
+        // step: 1 + 24 in the first second.
+        assert_eq!(runs.len(), 25);
+        assert_eq!(runs[0], 2000);
+        assert!(runs[1..].iter().all(|&r| r == 100), "{runs:?}");
+        assert_eq!(at[..3], [0, 40_000, 80_000]);
+        // Under corral it uses that CPU, from the root group.
+        let m = platform::build(w, &PlatformSpec::uniform(2), Flavour::Eevdf).unwrap();
+        let (daemon, _) =
+            policy::run(SimHost::new(m), config, &[], 1_000_000_000, &mut |_| {}).unwrap();
+        let m = daemon.host().machine();
+        let stats = m.stats();
+        let id = stats
+            .iter()
+            .position(|s| s.name == policy::DAEMON_TASK)
+            .unwrap();
+        assert_eq!(stats[id].cpu_ns, 2_000_000 + 24 * 100_000);
+        assert_eq!(&**m.task_cgroup(id), "/");
+        // Without a cost the workload is as it was.
+        assert_eq!(
+            policy::with_daemon(
+                &pair(),
+                &Config::default(),
+                policy::DaemonCost::default(),
+                1_000_000_000
+            ),
+            pair()
+        );
     }
 }

@@ -82,6 +82,14 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 /// XXX: a timed sleep that ends onto another idle CPU than its timer's
 /// pays `timer_wakeup` alone, not the timer's interrupt and an IPI.
 ///
+/// XXX: a recording's sleeps end at the live `sched_wakeup`, which comes
+/// after the timer's interrupt began, yet pay the whole expiry-to-running
+/// cost again (`corral lab costs` does not split it at the wake-up).
+/// Paying only `wakeup` instead was tried on a build recording: the
+/// threads whose p50 came within 25 % of the live one fell from 30 to 24
+/// of 140 (live, a preempting wake-up takes 15–20 µs from `sched_wakeup`
+/// to the switch; here it costs nothing, see above).
+///
 /// XXX: the kernel splits a switch's cost between the task leaving and
 /// the one arriving, and a refill's with the time the data would have
 /// taken anyway; here each is charged whole to the arriving task, as CPU

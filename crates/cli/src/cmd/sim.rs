@@ -657,9 +657,10 @@ fn by_comm(
     )
 }
 
-/// Whether a recording's thread is background (outside the scope).
+/// Whether a recording's thread is background (outside the scope), or
+/// the daemon's own (`--daemon-cost`).
 fn is_background(threads: &serde_json::Value, name: &str) -> bool {
-    threads[name]["background"].as_bool().unwrap_or(false)
+    name == policy::DAEMON_TASK || threads[name]["background"].as_bool().unwrap_or(false)
 }
 
 /// Runs `work` for `secs` on `cpus` uniform CPUs; (events, wall seconds).

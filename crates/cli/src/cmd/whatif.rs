@@ -197,7 +197,8 @@ pub fn run(
             "offsets_us": r.offsets,
             "rows": rows,
             "whole": {"none": fig(&whole_none), "corral": fig(&whole_corral),
-                      "end_ratio_of_medians": ratio(&whole_none, &whole_corral, end_s)},
+                      "end_ratio_of_medians": all_ended(&whole_none, &whole_corral)
+                          .then(|| ratio(&whole_none, &whole_corral, end_s)).flatten()},
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -211,7 +212,7 @@ pub fn run(
     );
     if phases > 1 {
         println!(
-            "{phases} phases of the periodic threads' grids (the first as recorded; seed {}): medians, [least–most]",
+            "{phases} phases of the periodic threads' grids (the first as recorded; seed {}): medians, p99 also [least–most]",
             r.seed
         );
     }
@@ -258,8 +259,9 @@ pub fn run(
         t.row(cells);
     }
     print!("{}", t.render());
-    let ended = |f: &[Figures]| f.iter().filter(|x| x.ended_at.is_some()).count();
-    if ended(&whole_none) == whole_none.len() && ended(&whole_corral) == whole_corral.len() {
+    if whole_none.iter().all(|f| f.threads == 0) {
+        println!("Whole: no thread in scope (every thread is background)");
+    } else if all_ended(&whole_none, &whole_corral) {
         let e = |f: &[Figures]| whatif::median(f.iter().map(end_s).collect());
         println!(
             "Whole (the scope, background left out): CPU {:.2} s → {:.2} s; ends at {:.3} s → {:.3} s (×{:.3}){}",
@@ -280,11 +282,15 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether every thread of a row ended in every replay.
+fn all_ended(none: &[Figures], corral: &[Figures]) -> bool {
+    none.iter().chain(corral).all(|x| x.ended_at.is_some())
+}
+
 /// When the last thread of a row ended, medians over phases ("-" when one
 /// had not ended in some replay).
 fn ends(none: &[Figures], corral: &[Figures]) -> String {
-    let all = |f: &[Figures]| f.iter().all(|x| x.ended_at.is_some());
-    if !all(none) || !all(corral) {
+    if !all_ended(none, corral) {
         return "-".into();
     }
     let n = whatif::median(none.iter().map(end_s).collect());

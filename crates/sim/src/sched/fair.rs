@@ -831,13 +831,23 @@ impl Fair {
         if old == w {
             return;
         }
-        // A task's own load is re-weighed on its queue (`reweight_entity`:
-        // `dequeue_load_avg`, `load_avg = weight · load_sum / divider`,
-        // `enqueue_load_avg`).
-        let attached = self.entities[e].attached;
-        if self.entities[e].task.is_some() && self.flavour == Flavour::Eevdf {
-            self.detach_load(e);
-        }
+        // A task's own load is re-weighed on the queue it is counted on
+        // (`reweight_entity`: `dequeue_load_avg`, then
+        // `load_avg = weight · load_sum / divider`, `enqueue_load_avg`;
+        // its group is told at its next update, not here).
+        let task_load = match self.entities[e].attached {
+            Some(a) if self.flavour == Flavour::Eevdf && self.rqs[a].se.is_some() => {
+                self.pelt_group_rq(a);
+                self.pelt_task(e);
+                let en = &self.entities[e];
+                let (la, ls) = (en.avg.load_avg, old * en.avg.load_sum);
+                let r = &mut self.rqs[a].avg;
+                r.load_avg = r.load_avg.saturating_sub(la);
+                r.load_sum = r.load_sum.saturating_sub(ls);
+                Some(a)
+            }
+            _ => None,
+        };
         let en = &self.entities[e];
         let (rq, on_rq) = (en.rq, en.on_rq);
         let in_tree = on_rq && self.rqs[rq].curr != Some(e);
@@ -871,11 +881,13 @@ impl Fair {
             self.pelt_group_rq(rq);
             self.rqs[rq].load = self.rqs[rq].load + w - old;
         }
-        if let (Some(a), Some(_)) = (attached, self.entities[e].task) {
-            if self.flavour == Flavour::Eevdf {
-                self.entities[e].avg.update_load_avg(w);
-                self.attach_load(a, e);
-            }
+        if let Some(a) = task_load {
+            let en = &mut self.entities[e];
+            en.avg.update_load_avg(w);
+            let (la, ls) = (en.avg.load_avg, w * en.avg.load_sum);
+            let r = &mut self.rqs[a].avg;
+            r.load_avg += la;
+            r.load_sum += ls;
         }
     }
 
@@ -1057,12 +1069,18 @@ impl Fair {
     /// cfs_rq: load_avg += load_avg(se), load_sum += weight · load_sum(se)
     /// ```
     fn attach_load(&mut self, rq: RqId, e: EntityId) {
+        let now = self.clock;
         let en = &mut self.entities[e];
         en.attached = Some(rq);
         if !en.pelt_init {
+            // A whole history at its weight: load_avg = weight.
             en.pelt_init = true;
+            en.avg.last_update_time = now;
+            en.avg.load_sum = en.avg.divider();
             en.avg.load_avg = en.weight;
         }
+        // Aged to now first (a sleeper's load decayed over its sleep).
+        self.pelt_task(e);
         if self.rqs[rq].se.is_none() {
             // The root's queue keeps no average here (the machine's PELT
             // has the CPU's).
@@ -1099,11 +1117,11 @@ impl Fair {
         let Some(rq) = self.entities[e].attached.take() else {
             return;
         };
+        self.pelt_task(e);
         if self.rqs[rq].se.is_none() {
             return;
         }
         self.pelt_group_rq(rq);
-        self.pelt_task(e);
         let en = &self.entities[e];
         let (load_avg, load_sum) = (en.avg.load_avg, en.weight * en.avg.load_sum);
         let r = &mut self.rqs[rq];
@@ -1173,6 +1191,13 @@ impl Fair {
     fn dequeue_entity(&mut self, rq: RqId, e: EntityId, sleep: bool) {
         if self.flavour == Flavour::Eevdf && self.entities[e].task.is_some() {
             self.pelt_task(e);
+            if !sleep {
+                // Migrating (`detach_entity_cfs_rq` for
+                // TASK_ON_RQ_MIGRATING), moved between groups, or exiting:
+                // its load leaves with it, before the groups above are
+                // re-weighed.
+                self.detach_load(e);
+            }
         }
         let vrt = if self.flavour == Flavour::Eevdf {
             let vrt = self.avg_vruntime(rq);
@@ -2457,11 +2482,6 @@ impl SchedClass for Fair {
             return;
         }
         self.dequeue_up(e, sleep);
-        if !sleep && self.flavour == Flavour::Eevdf {
-            // Migrating (`detach_entity_cfs_rq` for TASK_ON_RQ_MIGRATING),
-            // moved between groups, or exiting: its load leaves with it.
-            self.detach_load(e);
-        }
     }
 
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
@@ -3555,5 +3575,46 @@ mod tests {
         assert!(load(&f, h1) < 5 && load(&f, h0) > 100);
         f.dequeue(0, 0, false, t0 + 296 * MS);
         assert!(load(&f, h0) < 5, "{}", load(&f, h0));
+    }
+
+    #[test]
+    fn a_sleeper_moved_into_a_group_brings_its_decayed_load_and_a_renice_reweighs_it() {
+        const MS: Ns = 1_000_000;
+        let mut f = Fair::eevdf(1);
+        let t0 = 10 * MS;
+        // A task in the root group runs 100 ms, then sleeps 64 ms.
+        f.enqueue(0, 0, true, t0);
+        assert_eq!(f.pick_next(0, t0), Some(0));
+        for k in 1..=25 {
+            f.tick(0, t0 + k * 4 * MS);
+        }
+        f.dequeue(0, 0, true, t0 + 100 * MS);
+        let own = f.entities[f.tasks[0].entity].avg.load_avg;
+        // It started at full load (a new task) and stayed there running.
+        assert!(own > 1000, "{own}");
+        // Moved into /g asleep: its load joins /g's queue decayed over the
+        // sleep (task_change_group_fair ages it first).
+        f.clock = t0 + 164 * MS;
+        f.set_task_group(0, "/g").unwrap();
+        let g = f.by_path["/g"];
+        let q = f.groups[g].rqs[0];
+        let y_n = 0.5f64.powf(64e6 / 1024e3 / 32.0);
+        let joined = f.rqs[q].avg.load_avg as f64;
+        assert!(
+            (joined / own as f64 - y_n).abs() < 0.02,
+            "{joined} {own} {y_n}"
+        );
+        // Woken there and reniced to 5 (weight 335): its load on the queue
+        // is re-weighed at once; the group is told at its next update.
+        f.enqueue(0, 0, true, t0 + 166 * MS);
+        let before = f.rqs[q].avg.load_avg as f64;
+        let told = f.groups[g].load_avg;
+        f.set_nice(0, 5);
+        let after = f.rqs[q].avg.load_avg as f64;
+        assert!(
+            (after / before - 335.0 / 1024.0).abs() < 0.02,
+            "{before} {after}"
+        );
+        assert_eq!(f.groups[g].load_avg, told);
     }
 }

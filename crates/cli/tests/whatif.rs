@@ -2,10 +2,16 @@
 //! policy and under corral, over phases of its periodic thread, and the
 //! requests it refuses.
 
+use corral_sim::corral::whatif::median;
 use std::process::{Command, Output};
 
 fn corral() -> Command {
     Command::new(env!("CARGO_BIN_EXE_corral"))
+}
+
+/// `corral sim FILE ARGS…`.
+fn sim(file: &std::path::Path, args: &[&str]) -> Output {
+    corral().arg("sim").arg(file).args(args).output().unwrap()
 }
 
 fn text(o: &Output) -> String {
@@ -44,26 +50,11 @@ fn recording(dir: &std::path::Path) -> std::path::PathBuf {
     f
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
-}
-
 #[test]
 fn compare_replays_a_recording_with_and_without_corral_over_phases() {
     let dir = tempfile::tempdir().unwrap();
     let rec = recording(dir.path());
-    let out = corral()
-        .arg("sim")
-        .arg(&rec)
-        .arg("--compare")
-        .output()
-        .unwrap();
+    let out = sim(&rec, &["--compare"]);
     assert!(out.status.success(), "{}", text(&out));
     let s = text(&out);
     assert!(s.contains("What if corral managed it"), "{s}");
@@ -73,19 +64,17 @@ fn compare_replays_a_recording_with_and_without_corral_over_phases() {
     assert!(s.contains("Whole (the scope"), "{s}");
     // The daemon's own CPU time, when given, runs beside the workload
     // under corral and is not one of its rows.
-    let out = corral()
-        .arg("sim")
-        .arg(&rec)
-        .args([
+    let out = sim(
+        &rec,
+        &[
             "--compare",
             "--phases",
             "1",
             "--daemon-cost",
             "1500,300",
             "--json",
-        ])
-        .output()
-        .unwrap();
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // Nor part of the whole, whose CPU is the workload's and which ends
@@ -106,12 +95,10 @@ fn compare_replays_a_recording_with_and_without_corral_over_phases() {
         ended("none")
     );
 
-    let out = corral()
-        .arg("sim")
-        .arg(&rec)
-        .args(["--compare", "--phases", "5", "--seed", "3", "--json"])
-        .output()
-        .unwrap();
+    let out = sim(
+        &rec,
+        &["--compare", "--phases", "5", "--seed", "3", "--json"],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["phases"], 5);
@@ -152,12 +139,10 @@ fn compare_replays_a_recording_with_and_without_corral_over_phases() {
         }
     }
     // The same seed, the same phases.
-    let again = corral()
-        .arg("sim")
-        .arg(&rec)
-        .args(["--compare", "--phases", "5", "--seed", "3", "--json"])
-        .output()
-        .unwrap();
+    let again = sim(
+        &rec,
+        &["--compare", "--phases", "5", "--seed", "3", "--json"],
+    );
     let w: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(w["offsets_us"], v["offsets_us"]);
     assert_eq!(w["rows"], v["rows"]);
@@ -173,12 +158,7 @@ fn compare_refuses_what_it_cannot_do() {
     )
     .unwrap();
     // No periodic threads named: one phase only.
-    let out = corral()
-        .arg("sim")
-        .arg(&plain)
-        .args(["--compare", "--phases", "3"])
-        .output()
-        .unwrap();
+    let out = sim(&plain, &["--compare", "--phases", "3"]);
     assert!(!out.status.success());
     assert!(
         text(&out).contains("has no periodic threads to shift"),
@@ -186,21 +166,11 @@ fn compare_refuses_what_it_cannot_do() {
         text(&out)
     );
     // Without --phases it runs one phase.
-    let out = corral()
-        .arg("sim")
-        .arg(&plain)
-        .arg("--compare")
-        .output()
-        .unwrap();
+    let out = sim(&plain, &["--compare"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!text(&out).contains("phases"), "{}", text(&out));
     // corral needs group scheduling.
-    let out = corral()
-        .arg("sim")
-        .arg(&plain)
-        .args(["--compare", "--kernel", "o1"])
-        .output()
-        .unwrap();
+    let out = sim(&plain, &["--compare", "--kernel", "o1"]);
     assert!(!out.status.success());
     assert!(
         text(&out).contains("needs group scheduling"),
@@ -208,24 +178,14 @@ fn compare_refuses_what_it_cannot_do() {
         text(&out)
     );
     // The daemon's cost: two figures, and only where the daemon runs.
-    let out = corral()
-        .arg("sim")
-        .arg(&plain)
-        .args(["--compare", "--daemon-cost", "1500"])
-        .output()
-        .unwrap();
+    let out = sim(&plain, &["--compare", "--daemon-cost", "1500"]);
     assert!(!out.status.success());
     assert!(
         text(&out).contains("want STEP_US,QUICK_US"),
         "{}",
         text(&out)
     );
-    let out = corral()
-        .arg("sim")
-        .arg(&plain)
-        .args(["--daemon-cost", "1500,300"])
-        .output()
-        .unwrap();
+    let out = sim(&plain, &["--daemon-cost", "1500,300"]);
     assert!(!out.status.success());
     assert!(
         text(&out).contains("read only with --policy corral or --compare"),
@@ -237,7 +197,7 @@ fn compare_refuses_what_it_cannot_do() {
         &["--phases", "3"][..],
         &["--compare", "--policy", "corral"][..],
     ] {
-        let out = corral().arg("sim").arg(&plain).args(args).output().unwrap();
+        let out = sim(&plain, args);
         assert!(!out.status.success(), "{args:?}: {}", text(&out));
     }
 }

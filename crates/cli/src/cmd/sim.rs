@@ -210,11 +210,12 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         let wall = t0.elapsed().as_secs_f64();
         return finish(&m, args, secs, window, wall, None, recorded.as_ref());
     };
+    // corral's configuration, read once (whoever runs the daemon).
+    let config = match &args.config {
+        Some(f) => super::load_config(f)?,
+        None => corral_core::config::Config::default(),
+    };
     if args.compare {
-        let config = match &args.config {
-            Some(f) => super::load_config(f)?,
-            None => corral_core::config::Config::default(),
-        };
         return super::whatif::run(
             args,
             work,
@@ -227,13 +228,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let work = match (corral, args.daemon_cost) {
-        (true, Some(c)) => {
-            let config = match &args.config {
-                Some(f) => super::load_config(f)?,
-                None => corral_core::config::Config::default(),
-            };
-            policy::with_daemon(&work, &config, c.0, end)
-        }
+        (true, Some(c)) => policy::with_daemon(&work, &config, c.0, end),
         _ => work,
     };
     let mut m = platform::build(work, &spec, flavour)?;
@@ -245,10 +240,6 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     }
     let t0 = Instant::now();
     if corral {
-        let config = match &args.config {
-            Some(f) => super::load_config(f)?,
-            None => corral_core::config::Config::default(),
-        };
         let (daemon, report) =
             policy::run(SimHost::new(m), config, &spec.boosts, end, &mut |_| {})?;
         let wall = t0.elapsed().as_secs_f64();
@@ -278,6 +269,15 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
     recorded: Option<&serde_json::Value>,
 ) -> anyhow::Result<ExitCode> {
     let s = summarise(m);
+    // Outside the recorded scope: the recording's background and the
+    // daemon's own thread (`--daemon-cost`), as the workload marks them.
+    let outside: std::collections::BTreeSet<&str> = m
+        .workload()
+        .tasks
+        .iter()
+        .filter(|t| t.background)
+        .map(|t| t.name.as_str())
+        .collect();
     if let Some(f) = &args.trace {
         std::fs::write(f, trace::perfetto(m, report.map_or(&[][..], |r| &r.log)))
             .with_context(|| format!("cannot write {}", f.display()))?;
@@ -317,7 +317,7 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
         }
         if let Some(r) = recorded {
             v["recorded"] = r.clone();
-            v["by_comm"] = by_comm(&m.stats(), r)
+            v["by_comm"] = by_comm(&m.stats(), &outside)
                 .into_iter()
                 .map(|g| (g.comm.clone(), g.figures()))
                 .collect::<serde_json::Map<_, _>>()
@@ -327,7 +327,7 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
         return Ok(ExitCode::SUCCESS);
     }
     match recorded {
-        Some(r) => print_against_recording(&s, &m.stats(), r, wall),
+        Some(r) => print_against_recording(&s, &m.stats(), r, &outside, wall),
         None => print_summary(&s, wall),
     }
     let w = m.work();
@@ -465,6 +465,7 @@ fn print_against_recording(
     s: &Summary,
     stats: &[corral_sim::sched::machine::TaskStats],
     rec: &serde_json::Value,
+    outside: &std::collections::BTreeSet<&str>,
     wall: f64,
 ) {
     const SHOWN: usize = 20;
@@ -559,7 +560,7 @@ fn print_against_recording(
     }
     // Programs pooled: a thread's p99 over a few dozen wake-ups is one
     // draw; a program's thousands are not.
-    let sim_groups = by_comm(stats, rec);
+    let sim_groups = by_comm(stats, outside);
     let empty = serde_json::Map::new();
     let live_groups = rec["by_comm"].as_object().unwrap_or(&empty);
     let mut t = Table::new(&[
@@ -611,7 +612,7 @@ fn print_against_recording(
     let scope: Vec<_> = s
         .tasks
         .iter()
-        .filter(|t| !is_background(&rec["threads"], &t.name))
+        .filter(|t| !outside.contains(t.name.as_str()))
         .collect();
     let sim_cpu: f64 = scope.iter().map(|t| t.cpu_s * 1e3).sum();
     let live_end = rows
@@ -639,13 +640,12 @@ fn print_against_recording(
 /// left out.
 fn by_comm(
     stats: &[corral_sim::sched::machine::TaskStats],
-    rec: &serde_json::Value,
+    outside: &std::collections::BTreeSet<&str>,
 ) -> Vec<CommGroup> {
-    let threads = &rec["threads"];
     recording::pool(
         stats
             .iter()
-            .filter(|t| !is_background(threads, &t.name))
+            .filter(|t| !outside.contains(t.name.as_str()))
             .map(|t| {
                 (
                     recording::comm_of(&t.name),
@@ -657,10 +657,9 @@ fn by_comm(
     )
 }
 
-/// Whether a recording's thread is background (outside the scope), or
-/// the daemon's own (`--daemon-cost`).
+/// Whether a recording's thread is background (ran live outside the scope).
 fn is_background(threads: &serde_json::Value, name: &str) -> bool {
-    name == policy::DAEMON_TASK || threads[name]["background"].as_bool().unwrap_or(false)
+    threads[name]["background"].as_bool().unwrap_or(false)
 }
 
 /// Runs `work` for `secs` on `cpus` uniform CPUs; (events, wall seconds).

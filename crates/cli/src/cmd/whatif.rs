@@ -40,14 +40,6 @@ pub fn run(
     end: u64,
     kernel: &str,
 ) -> anyhow::Result<ExitCode> {
-    // What ran beside the scope, and the daemon's own thread if asked.
-    let mut background: BTreeSet<&str> = work
-        .tasks
-        .iter()
-        .filter(|t| t.background)
-        .map(|t| t.name.as_str())
-        .collect();
-    background.insert(corral_sim::corral::policy::DAEMON_TASK);
     // The periodic threads of the scope, as the recording judged them.
     let mut periodic: Vec<Periodic> = Vec::new();
     if let Some(threads) = recorded.and_then(|r| r["threads"].as_object()) {
@@ -94,6 +86,8 @@ pub fn run(
         eprintln!();
     }
     let wall = t0.elapsed().as_secs_f64();
+    // What ran beside the scope, and the daemon's own thread if asked.
+    let background: BTreeSet<&str> = r.outside.iter().map(String::as_str).collect();
 
     // Rows: each periodic thread, then the programs that used the most
     // CPU with no policy in the recorded phase (but one whose threads all
@@ -113,25 +107,28 @@ pub fn run(
             }),
         })
         .collect();
-    // (comm, CPU, threads not already a row of their own)
-    let mut programs: Vec<(String, u64, usize)> = Vec::new();
-    for t in r.none[0]
-        .iter()
-        .filter(|t| !background.contains(t.name.as_str()))
-    {
-        let comm = recording::comm_of(&t.name);
-        let other = !periodic.iter().any(|p| p.name == t.name) as usize;
-        match programs.iter_mut().find(|(c, ..)| c == comm) {
-            Some((_, cpu, n)) => {
-                *cpu += t.cpu_ns;
-                *n += other;
-            }
-            None => programs.push((comm.to_string(), t.cpu_ns, other)),
-        }
-    }
-    programs.retain(|p| p.2 > 0);
-    programs.sort_by_key(|p| std::cmp::Reverse(p.1));
-    for (comm, ..) in programs.into_iter().take(PROGRAMS) {
+    let mut programs = recording::pool(
+        r.none[0]
+            .iter()
+            .filter(|t| !background.contains(t.name.as_str()))
+            .map(|t| {
+                (
+                    recording::comm_of(&t.name),
+                    t.cpu_ns,
+                    t.wakeups,
+                    &t.wakeup_latency,
+                )
+            }),
+    );
+    programs.retain(|g| {
+        let own_rows = periodic
+            .iter()
+            .filter(|p| recording::comm_of(&p.name) == g.comm)
+            .count();
+        g.threads > own_rows
+    });
+    programs.sort_by_key(|g| std::cmp::Reverse(g.cpu_ns));
+    for comm in programs.into_iter().take(PROGRAMS).map(|g| g.comm) {
         rows.push(Row {
             label: comm.clone(),
             live: live_comm.and_then(|c| {

@@ -82,6 +82,9 @@ pub fn shifted(work: &Workload, periodic: &[Periodic], by: &[u64]) -> Workload {
 #[derive(Debug, Clone, Default)]
 pub struct WhatIf {
     pub seed: u64,
+    /// The threads outside the scope (`background`): the workload's, and
+    /// the daemon's own when it ran.
+    pub outside: std::collections::BTreeSet<String>,
     /// Per phase, each periodic thread's delay, µs.
     pub offsets: Vec<Vec<u64>>,
     /// Per phase, the threads with no policy.
@@ -125,6 +128,12 @@ pub fn compare(
             Some(cost) => policy::with_daemon(&w, config, cost, end),
             None => w,
         };
+        out.outside.extend(
+            w.tasks
+                .iter()
+                .filter(|t| t.background)
+                .map(|t| t.name.clone()),
+        );
         let m = platform::build(w, spec, flavour)?;
         let (daemon, _) = policy::run(
             SimHost::new(m),

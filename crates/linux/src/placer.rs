@@ -649,13 +649,20 @@ impl Placer {
         } else {
             self.attrs.remove(&spec.name);
         }
+        // Every member is tried; the first failure fails the change (after
+        // the group's files), so the step reports it and the next retries.
+        let mut failed = None;
         if had != attrs {
             for (pid, tid) in self.members(&spec.name) {
                 if attrs == (None, None) {
                     self.restore_attrs(pid, tid);
-                } else {
-                    self.set_attrs(pid, tid, spec.nice, spec.slice_ns);
+                } else if let Err(e) = self.set_attrs(pid, tid, spec.nice, spec.slice_ns) {
+                    failed.get_or_insert(e);
                 }
+            }
+            if failed.is_some() {
+                // Forgotten, so the retry sets them again.
+                self.attrs.remove(&spec.name);
             }
         }
         match self.layout.clone() {
@@ -708,7 +715,7 @@ impl Placer {
         }
         self.groups.insert(spec.name.clone());
         self.lingering.remove(&spec.name);
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// The (pid, tid) of group `name`'s members.
@@ -801,7 +808,10 @@ impl Placer {
         }
         self.placed.insert(tid, (pid, group.to_string()));
         match self.attrs.get(group).copied() {
-            Some((nice, slice)) => self.set_attrs(pid, tid, nice, slice),
+            // A placed thread without its group's nice is a half-done
+            // move (a boost answered but not in force): the move fails,
+            // and the next step tries again.
+            Some((nice, slice)) => self.set_attrs(pid, tid, nice, slice)?,
             None => self.restore_attrs(pid, tid),
         }
         if matches!(self.layout, Layout::Threads) {
@@ -824,12 +834,20 @@ impl Placer {
     /// own the first time. Best effort: a kernel before 6.12 ignores the
     /// slice of a fair thread, and a thread that exited or left the fair
     /// class keeps what it has.
-    fn set_attrs(&mut self, pid: u32, tid: u32, nice: Option<i32>, slice_ns: Option<u64>) {
+    fn set_attrs(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        nice: Option<i32>,
+        slice_ns: Option<u64>,
+    ) -> Result<()> {
         if !self.alive(pid, tid) {
-            return;
+            return Ok(());
         }
-        let Ok(old) = crate::sched::sched_getattr(tid) else {
-            return;
+        let old = match crate::sched::sched_getattr(tid) {
+            Ok(old) => old,
+            Err(e) if e.is_gone() => return Ok(()),
+            Err(e) => return Err(e),
         };
         let original = match self.old_attrs.get(&tid) {
             Some(o) => *o,
@@ -842,9 +860,9 @@ impl Placer {
                 };
                 self.old_attrs.insert(tid, o);
                 // Recorded before the change, or not changed at all.
-                if self.persist().is_err() {
+                if let Err(e) = self.persist() {
                     self.old_attrs.remove(&tid);
-                    return;
+                    return Err(e);
                 }
                 o
             }
@@ -869,7 +887,12 @@ impl Placer {
             Some(n) => n,
             None => original.nice,
         };
-        let _ = crate::sched::set_fair_attr(tid, nice, slice_ns.unwrap_or(own_slice));
+        match crate::sched::set_fair_attr(tid, nice, slice_ns.unwrap_or(own_slice)) {
+            Ok(_) => Ok(()),
+            // Gone, or it left the fair class meanwhile: it keeps what it has.
+            Err(e) if e.is_gone() || !crate::sched::is_fair(tid) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Gives `tid` back the nice value and slice it had before corral

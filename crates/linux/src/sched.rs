@@ -158,6 +158,13 @@ pub fn set_fair_attr(tid: u32, nice: i32, slice_ns: u64) -> Result<(i32, u64)> {
     Ok((old.sched_nice, old.sched_runtime))
 }
 
+/// Whether thread `tid` is in the fair class (SCHED_OTHER or SCHED_BATCH,
+/// the policies [`set_fair_attr`] changes); `false` when it is gone.
+pub fn is_fair(tid: u32) -> bool {
+    sched_getattr(tid)
+        .is_ok_and(|a| matches!(a.sched_policy as i32, libc::SCHED_OTHER | libc::SCHED_BATCH))
+}
+
 /// Sets only the EEVDF slice (see [`set_fair_attr`]), keeping the nice
 /// value; returns the previous `sched_runtime`.
 pub fn set_fair_slice(tid: u32, slice_ns: u64) -> Result<u64> {

@@ -276,3 +276,48 @@ fn the_medium_nice_is_a_floor_and_comes_back_off() {
     assert_eq!(placed, [-4, 5, -6], "nice 0 raised to -4, 5 and -6 kept");
     assert_eq!(back, [0, 5, -6]);
 }
+
+/// A group's nice value that cannot be put on record is not given: the
+/// move fails (the daemon reports it and tries again at its next step)
+/// rather than leave a thread placed without the nice its group promises,
+/// as a boost answered but not in force would be.
+#[test]
+fn a_nice_that_cannot_be_recorded_fails_the_move_and_the_retry_gives_it() {
+    let name = "a_nice_that_cannot_be_recorded_fails_the_move_and_the_retry_gives_it";
+    let Some((all, _, dir)) = setup(name) else {
+        return;
+    };
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIP {name}: lowering a nice value needs CAP_SYS_NICE (run as root)");
+        return;
+    }
+    let mut kid = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = kid.id();
+    let record = dir.path().join("record.json");
+    let mut p = placer(record.clone());
+    p.set_group(&GroupSpec {
+        kind: GroupKind::Boost,
+        nice: Some(-20),
+        ..spec("boost", &all)
+    })
+    .unwrap();
+    p.prepare(&[(pid, pid)]).unwrap();
+    // Where a record cannot be written (no directory is made under /proc).
+    p.set_state_file("/proc/corral-test-nowhere/record.json".into());
+    let failed = p.move_thread(pid, pid, "boost");
+    let unrecorded = nice_of(pid);
+    p.set_state_file(record);
+    let retried = p.move_thread(pid, pid, "boost").unwrap();
+    let given = nice_of(pid);
+    p.restore_all().unwrap();
+    let back = nice_of(pid);
+    let _ = kid.kill();
+    let _ = kid.wait();
+    assert!(failed.is_err(), "the move did not fail: {failed:?}");
+    assert_eq!(
+        unrecorded, 0,
+        "the nice was given with no record of the old one"
+    );
+    assert!(retried);
+    assert_eq!((given, back), (-20, 0));
+}

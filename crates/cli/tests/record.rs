@@ -346,3 +346,64 @@ fn privileged_scope_pid_recording_ends_when_the_scope_has_exited() {
         "{v}"
     );
 }
+
+/// The autogroup of the test's session, when the kernel runs autogroups
+/// and this process is in the root cpu cgroup (where they apply).
+fn own_autogroup(test: &str) -> Option<String> {
+    if !root(test) {
+        return None;
+    }
+    if std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+        .is_ok_and(|t| t.trim() != "1")
+    {
+        eprintln!("SKIP {test}: autogroups are off on this kernel");
+        return None;
+    }
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let cpu = cgroups.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (id, ctrl, path) = (f.next()?, f.next()?, f.next()?);
+        (ctrl.split(',').any(|c| c == "cpu") || (id == "0" && ctrl.is_empty())).then_some(path)
+    });
+    if cpu != Some("/") {
+        eprintln!("SKIP {test}: this process is not in the root cpu cgroup ({cpu:?}), where autogroups apply");
+        return None;
+    }
+    let Some(group) = std::fs::read_to_string("/proc/self/autogroup")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().map(String::from))
+    else {
+        eprintln!("SKIP {test}: no /proc/self/autogroup");
+        return None;
+    };
+    Some(group)
+}
+
+#[test]
+fn privileged_a_root_cgroup_thread_replays_in_its_session_s_autogroup() {
+    let test = "privileged_a_root_cgroup_thread_replays_in_its_session_s_autogroup";
+    let Some(ours) = own_autogroup(test) else {
+        return;
+    };
+    // A shell of this session, and one in a session of its own (`setsid`
+    // makes a new autogroup); both busy long enough to be read.
+    let (_, v) = record_from_shell(
+        "\"$CORRAL\" record -o \"$REC\" -- sh -c 'setsid sh -c \"i=0; while [ \\$i -lt 300000 ]; do i=\\$((i+1)); done\"; sleep 0.3'",
+    );
+    let threads = v["corral_recording"]["threads"].as_object().unwrap();
+    let groups: Vec<(&String, Option<&str>)> = threads
+        .iter()
+        .filter(|(n, t)| n.starts_with("sh-") && t["background"] == false)
+        .map(|(n, _)| (n, v["tasks"][n.as_str()]["taskgroup"].as_str()))
+        .collect();
+    // One shell is the session's; the other's group is its own.
+    let mine = groups.iter().filter(|(_, g)| *g == Some(ours.as_str()));
+    let own = groups
+        .iter()
+        .filter(|(_, g)| g.is_some_and(|g| g.starts_with("/autogroup-") && g != ours));
+    assert_eq!(
+        (groups.len(), mine.count(), own.count()),
+        (2, 1, 1),
+        "{groups:?} ({ours} is this session's)"
+    );
+}

@@ -465,6 +465,9 @@ pub fn share_levels(
     let has_runnable =
         |dir: &Path| -> bool { subtree_has_runnable(paths, dir, tasks_file, &may_compete) };
 
+    // XXX: with autogroups on, the root's tasks compete as their
+    // sessions' groups (`procfs::autogroup`), not one by one as counted
+    // here.
     let mut levels = Vec::new();
     let mut dir = mount.join(path.trim_start_matches('/'));
     // The thread among the tasks and child groups of its own cgroup.

@@ -145,6 +145,52 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Whether the kernel schedules a session's tasks as one group
+/// (`CONFIG_SCHED_AUTOGROUP`, `/proc/sys/kernel/sched_autogroup_enabled`
+/// 1). `false` when the file is missing (built without it).
+pub fn autogroup_enabled(paths: &HostPaths) -> bool {
+    let file = paths.procfs.join("sys/kernel/sched_autogroup_enabled");
+    read_opt(&file)
+        .ok()
+        .flatten()
+        .is_some_and(|t| t.trim() == "1")
+}
+
+/// The autogroup of task `pid`, from `/proc/PID/autogroup`: its name
+/// (`/autogroup-N`, as the kernel's `sched/debug` names its task group)
+/// and nice value. `None` when the task is in none (a kernel thread, or
+/// a kernel without autogroups).
+///
+/// With autogroups enabled, a task whose cpu cgroup is the root runs in
+/// its session's task group instead (`autogroup_task_group`), a child of
+/// the root whose shares are the weight of the autogroup's nice
+/// (`autogroup_set_nice`: `sched_prio_to_weight[nice + 20]`); a new one
+/// is made at each `setsid()`, and a fork inherits its parent's. The
+/// group is invisible in `/proc/PID/cgroup`, which says `/`.
+pub fn autogroup(paths: &HostPaths, pid: u32) -> Result<Option<(String, i32)>> {
+    let path = paths.proc_dir(Some(pid)).join("autogroup");
+    let text = match read_opt(&path)? {
+        Some(t) => t,
+        None => return Err(Error::NoSuchProcess(pid)),
+    };
+    Ok(parse_autogroup(&text))
+}
+
+/// Parses `/proc/PID/autogroup`'s `/autogroup-N nice K` (empty for a task
+/// in none).
+pub fn parse_autogroup(text: &str) -> Option<(String, i32)> {
+    let mut words = text.split_whitespace();
+    let name = words.next().filter(|n| {
+        n.strip_prefix("/autogroup-")
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+    })?;
+    let nice = match (words.next(), words.next()) {
+        (Some("nice"), Some(k)) => k.parse().ok()?,
+        _ => return None,
+    };
+    Some((name.to_string(), nice))
+}
+
 /// Reads a per-process file, turning "not there" into
 /// [`Error::NoSuchProcess`] when a PID was named.
 fn read_process_file(path: &std::path::Path, pid: Option<u32>) -> Result<String> {
@@ -159,6 +205,23 @@ fn read_process_file(path: &std::path::Path, pid: Option<u32>) -> Result<String>
 #[cfg(test)]
 mod tests {
     use super::unescape;
+
+    #[test]
+    fn an_autogroup_line_gives_its_name_and_nice() {
+        use super::parse_autogroup;
+        assert_eq!(
+            parse_autogroup("/autogroup-19288 nice 0\n"),
+            Some(("/autogroup-19288".into(), 0))
+        );
+        assert_eq!(
+            parse_autogroup("/autogroup-7 nice -5\n"),
+            Some(("/autogroup-7".into(), -5))
+        );
+        // A kernel thread's file is empty; anything else is not one.
+        assert_eq!(parse_autogroup(""), None);
+        assert_eq!(parse_autogroup("/autogroup- nice 0"), None);
+        assert_eq!(parse_autogroup("/autogroup-3 nice x"), None);
+    }
 
     #[test]
     fn mountinfo_escapes() {

@@ -572,3 +572,50 @@ fn a_child_of_a_moved_thread_is_born_in_corral_s_group_and_restored() {
     assert_eq!(&**host.machine().task_cgroup(1), "/work");
     assert_eq!(host.machine().task_allowed(1), &[0, 1]);
 }
+
+/// A recording's thread of the root cgroup on a kernel with autogroups
+/// runs in its session's group (`/autogroup-N`, 1024 shares): two hogs of
+/// one session share what a hog of another session has alone. The daemon
+/// sees it in the root, as `/proc/PID/cgroup` shows it, and a release
+/// gives it back its autogroup, as the kernel does when a task returns to
+/// the root cgroup.
+#[test]
+fn an_autogroup_s_threads_share_its_weight_and_the_daemon_sees_the_root() {
+    let json = r#"{"global": {"duration": 2}, "tasks": {
+        "a": {"instance": 2, "taskgroup": "/autogroup-7", "run": 3000000},
+        "b": {"taskgroup": "/autogroup-8", "run": 3000000}
+    }}"#;
+    let mut host = SimHost::new(machine(json, 1));
+    host.machine_mut().advance_to(1_000_000_000);
+    let cpu = |host: &SimHost<Fair>, t| host.machine().task_stats(t).cpu_ns as f64 / 1e9;
+    let shares = [cpu(&host, 0), cpu(&host, 1), cpu(&host, 2)];
+    for (s, want) in shares.iter().zip([0.25, 0.25, 0.5]) {
+        assert!((s - want).abs() < 0.03, "{shares:?}");
+    }
+    let snap = host.sample().unwrap();
+    assert!(
+        snap.threads
+            .iter()
+            .all(|t| t.cgroup.as_deref() == Some("/")),
+        "{:?}",
+        snap.threads.iter().map(|t| &t.cgroup).collect::<Vec<_>>()
+    );
+    let group = corral_core::plan::GroupSpec {
+        name: "shared".into(),
+        kind: corral_core::plan::GroupKind::Shared,
+        cpus: CpuSet::from_iter([0]),
+        shares: 1024,
+        slice_ns: None,
+        nice: None,
+    };
+    host.apply(&Change::SetGroup(group)).unwrap();
+    host.apply(&Change::Move {
+        tid: SimHost::<Fair>::tid_of(2),
+        pid: SIM_PID,
+        group: "shared".into(),
+    })
+    .unwrap();
+    assert_eq!(&**host.machine().task_cgroup(2), "/corral/shared");
+    host.restore().unwrap();
+    assert_eq!(&**host.machine().task_cgroup(2), "/autogroup-8");
+}

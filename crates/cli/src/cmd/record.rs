@@ -152,7 +152,10 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let progress = std::io::stderr().is_terminal();
     let mut next_note = Duration::from_secs(5);
     let mut status = None;
-    let mut affinity = Affinity::default();
+    let mut affinity = Affinity {
+        autogroups: corral_linux::procfs::autogroup_enabled(&paths),
+        ..Affinity::default()
+    };
     let mut next_check = Duration::ZERO;
     loop {
         std::thread::sleep(Duration::from_millis(100));
@@ -275,7 +278,24 @@ struct Affinity {
     last: std::collections::HashMap<u32, Option<Vec<u32>>>,
     /// Each thread's cgroup, as told (once: where it started).
     cgroup: std::collections::HashMap<u32, String>,
+    /// Whether the kernel runs autogroups: a thread in the root cgroup is
+    /// then told as in its session's group (`/autogroup-N`).
+    autogroups: bool,
     polls: u64,
+}
+
+/// The task group a thread in the root cpu cgroup runs in when the
+/// kernel has autogroups on: its session's, `/autogroup-N` (see
+/// [`corral_linux::procfs::autogroup`]); the root for a kernel thread.
+///
+/// XXX: the autogroup's nice is not carried: the replay gives every
+/// autogroup 1024 shares, the weight of nice 0, which is what a session
+/// has unless its nice was written to `/proc/PID/autogroup`.
+fn autogroup_of(paths: &HostPaths, tid: u32) -> Option<String> {
+    corral_linux::procfs::autogroup(paths, tid)
+        .ok()
+        .flatten()
+        .map(|(name, _nice)| name)
 }
 
 /// A thread's cgroup of the cpu controller: v1's `cpu`; else, on v2, the
@@ -338,7 +358,12 @@ impl Affinity {
             // (corral itself) may move it later, which is what the replay
             // decides again.
             if let std::collections::hash_map::Entry::Vacant(slot) = self.cgroup.entry(tid) {
-                if let Some(path) = cpu_cgroup(paths, tid) {
+                if let Some(mut path) = cpu_cgroup(paths, tid) {
+                    if path == "/" && self.autogroups {
+                        if let Some(group) = autogroup_of(paths, tid) {
+                            path = group;
+                        }
+                    }
                     slot.insert(path.clone());
                     changed.push(Directive::Cgroup { tid, path });
                 }

@@ -268,7 +268,7 @@ impl<K: SchedClass> SimHost<K> {
             kernel_thread: false,
             uid: 0,
             exe: Some("/usr/bin/rt-app".into()),
-            cgroup: Some(Arc::from(&**self.m.task_cgroup(t))),
+            cgroup: Some(Arc::from(seen_cgroup(self.m.task_cgroup(t)))),
             affinity_narrowed: narrowed,
             allowed: narrowed.then(|| {
                 self.m
@@ -279,6 +279,18 @@ impl<K: SchedClass> SimHost<K> {
                     .collect()
             }),
         }
+    }
+}
+
+/// A task's cgroup as `/proc/PID/cgroup` shows it: an autogroup
+/// (`/autogroup-N`, a recording's thread of the root cgroup on a kernel
+/// with autogroups) is invisible there, and the task is in the root, as the
+/// live daemon sees it (`corral_linux::host::share_levels` too).
+fn seen_cgroup(path: &str) -> &str {
+    if path.starts_with("/autogroup-") {
+        "/"
+    } else {
+        path
     }
 }
 
@@ -442,7 +454,7 @@ impl<K: SchedClass> Host for SimHost<K> {
                 .and_then(|name| self.groups.get(name))
                 .map_or(1024, |g| g.shares)
         };
-        let path = self.m.task_cgroup(t).to_string();
+        let path = seen_cgroup(self.m.task_cgroup(t)).to_string();
         let mut levels = Vec::new();
         let mut dir = path.trim_end_matches('/').to_string();
         let own = nice_to_weight(self.m.task_nice(t));
@@ -456,7 +468,7 @@ impl<K: SchedClass> Host for SimHost<K> {
                 if u == t || !runnable(u) {
                     continue;
                 }
-                let cg = self.m.task_cgroup(u).trim_end_matches('/');
+                let cg = seen_cgroup(self.m.task_cgroup(u)).trim_end_matches('/');
                 if cg == dir {
                     total += nice_to_weight(self.m.task_nice(u));
                 } else if let Some(rest) = cg.strip_prefix(&format!("{dir}/")) {

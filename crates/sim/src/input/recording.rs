@@ -774,7 +774,10 @@ pub enum Directive {
     /// `/proc` (events do not carry them).
     Cpus { tid: u32, cpus: Option<Vec<u32>> },
     /// `# corral cgroup TID PATH`: the thread's cgroup of the cpu
-    /// controller (v1's `cpu`, else v2's), read from `/proc`.
+    /// controller (v1's `cpu`, else v2's), read from `/proc`; for a thread
+    /// of the root cgroup on a kernel with autogroups, its session's task
+    /// group, `/autogroup-N` (`/proc/PID/autogroup`), a group of 1024
+    /// shares in the replay as in the kernel.
     Cgroup { tid: u32, path: String },
 }
 

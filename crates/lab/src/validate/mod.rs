@@ -130,6 +130,24 @@ pub const CASES: &[Case] = &[
         groups: &[("/low", 52), ("/high", 1024)],
     },
     Case {
+        name: "periodic-beside-groups",
+        paper: "-",
+        about: "30 us every 10 ms pinned to CPU 0 in a group of its own, beside 2 hogs in another group",
+        source: Source::Embedded(include_str!(
+            "../../workloads/validate/periodic-beside-groups.json"
+        )),
+        groups: &[("/own", 1024), ("/shared", 1024)],
+    },
+    Case {
+        name: "periodic-among-hogs",
+        paper: "-",
+        about: "30 us every 10 ms pinned to CPU 0 beside 2 hogs, all in one group",
+        source: Source::Embedded(include_str!(
+            "../../workloads/validate/periodic-among-hogs.json"
+        )),
+        groups: &[],
+    },
+    Case {
         name: "handler-hogs",
         paper: "001",
         about: "a 50 ms handler every 200 ms beside 4 nice-0 hogs",

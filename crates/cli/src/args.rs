@@ -680,6 +680,11 @@ pub struct ValidateArgs {
     /// costs`) and give them to the simulated machine.
     #[arg(long)]
     pub costs: bool,
+    /// Do not trace the machine's other threads (kernel threads, other
+    /// programs, the lab itself) during the live runs to replay them in
+    /// the simulation; it then simulates the workload alone.
+    #[arg(long)]
+    pub no_others: bool,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -36,12 +36,22 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
         stop: Arc::new(AtomicBool::new(false)),
         costs: None,
         runs: 1,
+        others: true,
     };
     let report = validate::run(&opts, |line| eprintln!("validate: {line}")).unwrap();
     assert_eq!(report.cases.len(), 1);
     let case = &report.cases[0];
     assert_eq!(case.skipped, None);
     assert_eq!(case.diverged, None);
+    // The machine's other threads were traced and replayed beside it (the
+    // lab itself runs at least: it reads the threads every 100 ms).
+    assert!(
+        case.notes
+            .iter()
+            .any(|n| n.contains("replayed in the simulation")),
+        "{:?}",
+        case.notes
+    );
     let names: Vec<&str> = case.tasks.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["periodic", "hog-0", "hog-1"]);
     for t in &case.tasks {

@@ -808,6 +808,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         costs,
         seconds: args.seconds as u64,
         runs: args.runs as usize,
+        others: !args.no_others,
         warmup: Duration::from_secs(1),
         case: args.case.clone(),
         keep: args.keep.clone(),

@@ -153,7 +153,7 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let mut next_note = Duration::from_secs(5);
     let mut status = None;
     let mut affinity = Affinity {
-        autogroups: corral_linux::procfs::autogroup_enabled(&paths),
+        autogroups: corral_linux::procfs::autogroup_enabled(paths),
         ..Affinity::default()
     };
     let mut next_check = Duration::ZERO;

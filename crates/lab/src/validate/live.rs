@@ -12,6 +12,9 @@ pub(super) struct Live {
     pub(super) notes: Vec<String>,
     /// The use case's start, CLOCK_MONOTONIC µs (from the logs).
     pub(super) t0_us: Option<i64>,
+    /// The machine's other threads, traced, for the simulation (none
+    /// when not asked for or not traceable: the notes say why).
+    pub(super) others: Vec<rtapp::Task>,
 }
 
 /// A thread's counters so far: `schedstat` (run ns, run-queue wait ns,
@@ -289,8 +292,25 @@ pub(super) fn run_live(
     dir: &Path,
 ) -> Result<Live> {
     let root = groups.root().to_path_buf();
+    let mut notes = Vec::new();
+    let mut others = if o.others {
+        match super::others::Others::start() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                notes.push(format!(
+                    "the machine's other threads are not replayed: cannot trace them ({e})"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut rt = start_rtapp(o, groups, json, dir)?;
     let pid = rt.pid;
+    if let Some(t) = others.as_mut() {
+        t.scope(pid);
+    }
 
     let tids = rtapp_threads(o, &mut rt, threads)?;
     // The use case's start, from which rt-app counts its duration: just
@@ -342,16 +362,23 @@ pub(super) fn run_live(
         }
     };
 
-    wait_until(o, &mut rt, t0 + o.warmup, || {})?;
+    let mut drain = || {
+        if let Some(t) = others.as_mut() {
+            t.drain();
+        }
+    };
+    wait_until(o, &mut rt, t0 + o.warmup, &mut drain)?;
     sample(&mut last, &mut gone);
     let (start, ticks0, w0) = (last.clone(), cpu_ticks(&o.procfs), Instant::now());
     let end_at = t0 + Duration::from_secs(o.seconds) - TAIL;
-    wait_until(o, &mut rt, end_at, || sample(&mut last, &mut gone))?;
+    wait_until(o, &mut rt, end_at, || {
+        sample(&mut last, &mut gone);
+        drain();
+    })?;
     sample(&mut last, &mut gone);
     let (ticks1, w1) = (cpu_ticks(&o.procfs), Instant::now());
     let wall = w1 - w0;
 
-    let mut notes = Vec::new();
     if !wait_exit(o, &mut rt, TAIL + Duration::from_secs(5))? {
         let by_itself = rt.stop(Duration::from_secs(3));
         notes.push(format!(
@@ -385,7 +412,57 @@ pub(super) fn run_live(
         .flatten()
         .map(|l| l.abs_start_us - l.start_us)
         .min();
+    let others = match (others, t0_us) {
+        (Some(t), Some(us)) => {
+            let r = t.finish(us.max(0) as u64 * 1000)?;
+            // What is replayed, for whoever keeps the run's files.
+            let mut text = String::from("# the machine's other threads as replayed: name, CPUs, then (start µs from the use case's start, run µs)\n");
+            for t in &r.tasks {
+                let _ = write!(text, "{} {:?}", t.name, t.cpus);
+                let mut at = None;
+                for e in t.phases.iter().flat_map(|p| p.events.iter()) {
+                    match e {
+                        rtapp::Event::Until(u) => at = Some(*u),
+                        rtapp::Event::Run(us) | rtapp::Event::Runtime(us) => {
+                            let _ = write!(text, " ({},{us})", at.take().unwrap_or(0));
+                        }
+                        _ => {}
+                    }
+                }
+                text.push('\n');
+            }
+            let _ = std::fs::write(dir.join("others.txt"), text);
+            let cpu_s = r
+                .tasks
+                .iter()
+                .flat_map(|t| t.phases.iter().flat_map(|p| p.events.iter()))
+                .map(|e| match e {
+                    rtapp::Event::Run(us) | rtapp::Event::Runtime(us) => *us,
+                    _ => 0,
+                })
+                .sum::<u64>() as f64
+                / 1e6;
+            notes.push(format!(
+                "the machine's other threads, traced live, replayed in the simulation: {} threads, {cpu_s:.2} CPU s{}",
+                r.tasks.len(),
+                if r.lost > 0 {
+                    format!(" ({} trace events lost)", r.lost)
+                } else {
+                    String::new()
+                }
+            ));
+            r.tasks
+        }
+        (Some(_), None) => {
+            notes.push(
+                "the machine's other threads are not replayed: rt-app's logs give no start".into(),
+            );
+            Vec::new()
+        }
+        (None, _) => Vec::new(),
+    };
     Ok(Live {
+        others,
         counters,
         logs,
         wall,

@@ -84,6 +84,7 @@ use std::time::{Duration, Instant};
 mod live;
 mod log;
 mod machine;
+mod others;
 mod prepare;
 mod runs;
 mod sim;
@@ -258,6 +259,9 @@ pub struct Options {
     pub costs: Option<crate::costs::Costs>,
     /// Runs of each case; its figures are their medians.
     pub runs: usize,
+    /// Trace the machine's other threads during each live run and replay
+    /// them in the simulation ([`others`]).
+    pub others: bool,
 }
 
 /// Left out at the end: the live side reads the threads before rt-app
@@ -741,7 +745,16 @@ fn run_case(
 
     progress(&format!("{}: simulated", case.name));
     let tick_phase_us = tick_phase(live.t0_us, sim.hz);
-    let simulated = run_sim(o, sim, tick_phase_us, scaled, case.groups, &root, dir)?;
+    let simulated = run_sim(
+        o,
+        sim,
+        tick_phase_us,
+        scaled,
+        live.others.clone(),
+        case.groups,
+        &root,
+        dir,
+    )?;
 
     // Both sides number the threads alike (tasks in file order, instances
     // together); a mismatch would pair the wrong threads.

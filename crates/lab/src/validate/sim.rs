@@ -56,11 +56,20 @@ pub(super) fn run_sim(
     o: &Options,
     sim: &SimInfo,
     tick_phase_us: u64,
-    work: rtapp::Workload,
+    mut work: rtapp::Workload,
+    others: Vec<rtapp::Task>,
     groups: &[(&str, u64)],
     root: &str,
     dir: &Path,
 ) -> Result<Simulated> {
+    // The workload's threads come first; the machine's others after them
+    // are simulated, not reported.
+    let n = work
+        .tasks
+        .iter()
+        .map(|t| t.instances as usize)
+        .sum::<usize>();
+    work.tasks.extend(others);
     let toml = platform_toml(sim, tick_phase_us, groups, root);
     let toml_path = dir.join("platform.toml");
     std::fs::write(&toml_path, &toml).map_err(Error::io(&toml_path))?;
@@ -79,11 +88,12 @@ pub(super) fn run_sim(
         .map_err(|e| Error::io(&logs_dir)(e).within("cannot write the simulator's logs"))?;
     let logs = files
         .iter()
+        .take(n)
         .map(|f| read_log(f, false))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Simulated {
-        names: m.stats().into_iter().map(|s| s.name).collect(),
-        counters: a.iter().zip(&b).map(|(a, b)| b.since(a)).collect(),
+        names: m.stats().into_iter().take(n).map(|s| s.name).collect(),
+        counters: a.iter().zip(&b).take(n).map(|(a, b)| b.since(a)).collect(),
         logs,
     })
 }

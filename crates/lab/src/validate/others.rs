@@ -22,8 +22,10 @@ use corral_sim::input::rtapp::Event;
 const BUFFER_KB: u32 = 8192;
 
 pub(super) struct Others {
-    _fs: Tracefs,
+    // Dropped first (fields drop in order): the instance is removed
+    // through the private tracefs mount that `_fs` holds open.
     inst: Instance,
+    _fs: Tracefs,
     /// Made once rt-app's PID is known; until then the lines wait.
     conv: Option<Converter>,
     pending: Vec<String>,
@@ -55,8 +57,8 @@ impl Others {
         let t0_ns = crate::work::mono_ns();
         inst.start()?;
         Ok(Others {
-            _fs: fs,
             inst,
+            _fs: fs,
             conv: None,
             pending: Vec::new(),
             t0_ns,
@@ -104,9 +106,15 @@ impl Others {
                 lost,
             });
         };
-        let json = conv
-            .finish()
-            .to_json(false, "corral lab validate's live run");
+        let rec = conv.finish();
+        // (A recording with nothing to replay is no workload.)
+        if !rec.kept().contains(&true) {
+            return Ok(Replayed {
+                tasks: Vec::new(),
+                lost,
+            });
+        }
+        let json = rec.to_json(false, "corral lab validate's live run");
         let work = rtapp::parse(&json, "the live run's other threads")?;
         let early_us = start_ns.saturating_sub(self.t0_ns) / 1000;
         let mut tasks: Vec<rtapp::Task> = work.tasks.into_iter().filter(|t| t.background).collect();
@@ -118,5 +126,37 @@ impl Others {
             }
         }
         Ok(Replayed { tasks, lost })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The trace instance goes with its run: `lab validate` traces each
+    /// live run in turn, in one process (the instance's name is the
+    /// process's), and a run whose instance outlived it left every later
+    /// one untraced.
+    #[test]
+    fn privileged_each_run_s_trace_is_removed_so_the_next_can_start() {
+        let name = "privileged_each_run_s_trace_is_removed_so_the_next_can_start";
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("SKIP {name}: tracing needs root");
+            return;
+        }
+        for run in 0..2 {
+            let mut others = match Others::start() {
+                Ok(o) => o,
+                Err(e) if run == 0 => {
+                    eprintln!("SKIP {name}: no tracefs here ({e})");
+                    return;
+                }
+                Err(e) => panic!("the second run could not trace: {e}"),
+            };
+            others.scope(std::process::id());
+            std::thread::sleep(Duration::from_millis(50));
+            others.drain();
+            others.finish(crate::work::mono_ns()).unwrap();
+        }
     }
 }

@@ -362,19 +362,11 @@ pub(super) fn run_live(
         }
     };
 
-    let mut drain = || {
-        if let Some(t) = others.as_mut() {
-            t.drain();
-        }
-    };
-    wait_until(o, &mut rt, t0 + o.warmup, &mut drain)?;
+    wait_until(o, &mut rt, t0 + o.warmup, || {})?;
     sample(&mut last, &mut gone);
     let (start, ticks0, w0) = (last.clone(), cpu_ticks(&o.procfs), Instant::now());
     let end_at = t0 + Duration::from_secs(o.seconds) - TAIL;
-    wait_until(o, &mut rt, end_at, || {
-        sample(&mut last, &mut gone);
-        drain();
-    })?;
+    wait_until(o, &mut rt, end_at, || sample(&mut last, &mut gone))?;
     sample(&mut last, &mut gone);
     let (ticks1, w1) = (cpu_ticks(&o.procfs), Instant::now());
     let wall = w1 - w0;

@@ -17,18 +17,26 @@ use corral_linux::tracefs::{self, Instance, Tracefs, SCHED_EVENTS};
 use corral_sim::input::recording::{Converter, Directive, Scope};
 use corral_sim::input::rtapp::Event;
 
-/// Per-CPU trace buffer, KiB: drained every 100 ms by [`live::wait_until`]'s
-/// callback, it holds a few seconds of hackbench-groups' switches.
+/// Per-CPU trace buffer, KiB: drained every 100 ms by the reader thread,
+/// it holds seconds of hackbench-groups' switches.
 const BUFFER_KB: u32 = 8192;
 
+/// The reader: drains the trace into the converter every 100 ms, on a
+/// thread of its own (draining a busy case's trace on the lab's thread
+/// made it miss the end of rt-app's run).
+type Reader = (
+    Arc<AtomicBool>,
+    std::thread::JoinHandle<(Instance, Converter)>,
+);
+
 pub(super) struct Others {
-    // Dropped first (fields drop in order): the instance is removed
-    // through the private tracefs mount that `_fs` holds open.
-    inst: Instance,
+    /// Until rt-app's PID is known; then the reader has it.
+    inst: Option<Instance>,
+    reader: Option<Reader>,
+    // Dropped last (fields drop in order, after `Drop::drop` stopped the
+    // reader): the instance is removed through the private tracefs mount
+    // that `_fs` holds open.
     _fs: Tracefs,
-    /// Made once rt-app's PID is known; until then the lines wait.
-    conv: Option<Converter>,
-    pending: Vec<String>,
     /// When tracing began, CLOCK_MONOTONIC ns (the trace's clock).
     t0_ns: u64,
     online: usize,
@@ -57,39 +65,42 @@ impl Others {
         let t0_ns = crate::work::mono_ns();
         inst.start()?;
         Ok(Others {
-            inst,
+            inst: Some(inst),
+            reader: None,
             _fs: fs,
-            conv: None,
-            pending: Vec::new(),
             t0_ns,
             online,
         })
     }
 
     /// rt-app's process: its threads are the workload, every other the
-    /// others.
+    /// others. The reader starts.
     pub(super) fn scope(&mut self, pid: u32) {
+        let Some(mut inst) = self.inst.take() else {
+            return;
+        };
         let mut conv = Converter::new(Scope::Tree([pid].into_iter().collect()), Some(self.t0_ns));
         conv.directive(Directive::Start {
             t0: self.t0_ns,
             online: self.online,
             scope: vec![pid],
         });
-        for l in self.pending.drain(..) {
-            let _ = conv.line(&l);
-        }
-        self.conv = Some(conv);
-    }
-
-    /// Reads what the kernel has so far.
-    pub(super) fn drain(&mut self) {
-        let (conv, pending) = (&mut self.conv, &mut self.pending);
-        let _ = self.inst.drain(|l| match conv {
-            Some(c) => {
-                let _ = c.line(l);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let reader = std::thread::spawn(move || {
+            loop {
+                let last = flag.load(Ordering::SeqCst);
+                let _ = inst.drain(|l| {
+                    let _ = conv.line(l);
+                });
+                if last {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
-            None => pending.push(l.to_string()),
+            (inst, conv)
         });
+        self.reader = Some((stop, reader));
     }
 
     /// Stops tracing; the others as background tasks whose instants count
@@ -97,22 +108,29 @@ impl Others {
     /// the simulation's time 0. What ran before it is replayed at 0, in
     /// the warm-up that neither side measures.
     pub(super) fn finish(mut self, start_ns: u64) -> Result<Replayed> {
-        let _ = self.inst.stop();
-        self.drain();
-        let lost = self.inst.lost();
-        let Some(conv) = self.conv.take() else {
-            return Ok(Replayed {
+        let none = |lost| {
+            Ok(Replayed {
                 tasks: Vec::new(),
                 lost,
-            });
+            })
         };
+        let Some((stop, reader)) = self.reader.take() else {
+            return none(0);
+        };
+        // The reader drains once more after the flag: what the kernel
+        // holds when tracing stops.
+        let _ = self.inst.as_ref().map(Instance::stop);
+        stop.store(true, Ordering::SeqCst);
+        let Ok((inst, conv)) = reader.join() else {
+            return none(0);
+        };
+        let _ = inst.stop();
+        let lost = inst.lost();
+        drop(inst);
         let rec = conv.finish();
         // (A recording with nothing to replay is no workload.)
         if !rec.kept().contains(&true) {
-            return Ok(Replayed {
-                tasks: Vec::new(),
-                lost,
-            });
+            return none(lost);
         }
         let json = rec.to_json(false, "corral lab validate's live run");
         let work = rtapp::parse(&json, "the live run's other threads")?;
@@ -126,6 +144,16 @@ impl Others {
             }
         }
         Ok(Replayed { tasks, lost })
+    }
+}
+
+impl Drop for Others {
+    /// On an error or Ctrl-C: the reader stops and its instance goes.
+    fn drop(&mut self) {
+        if let Some((stop, reader)) = self.reader.take() {
+            stop.store(true, Ordering::SeqCst);
+            let _ = reader.join();
+        }
     }
 }
 
@@ -154,8 +182,7 @@ mod tests {
                 Err(e) => panic!("the second run could not trace: {e}"),
             };
             others.scope(std::process::id());
-            std::thread::sleep(Duration::from_millis(50));
-            others.drain();
+            std::thread::sleep(Duration::from_millis(150));
             others.finish(crate::work::mono_ns()).unwrap();
         }
     }

@@ -60,17 +60,18 @@ impl Measure {
                  scheduler's own work costs nothing unless --costs gives it"
             }
             Measure::WakeupP99 | Measure::ResponseP99 => {
-                "the tick is the only interrupt modelled, and the machine's other threads \
-                 are not simulated: live, a kernel thread (kdamond, a kworker) or the lab \
-                 itself runs before the periodic thread, or ran just before it woke and \
-                 left the running task picked again, its slice protection (RUN_TO_PARITY) \
-                 renewed, so the wake-up waits for the next tick (traced on \
-                 periodic-among-hogs: of 1003 wake-ups, 23 waited 0.3-6.6 ms: 9 behind \
-                 another thread, 8 within 1.4 ms of the hog being picked again, 6 with \
-                 the hog running longer; `corral sim` on a recording of that run, its \
-                 other threads replayed, gives p99 2.9 ms against 3.3 ms live); the tail \
-                 also holds other interrupts and the host's time (`others`, `steal`), and \
-                 wake-ups onto a busy CPU that the model's placement does not make"
+                "the tick is the only interrupt modelled. The machine's other threads \
+                 (kdamond, kworkers, the lab itself) matter: one that runs before a periodic \
+                 thread, or ran just before it woke and left the running task picked again \
+                 with its slice protection (RUN_TO_PARITY) renewed, makes the wake-up wait \
+                 for the next tick (traced on periodic-among-hogs: of 1003 wake-ups, 23 \
+                 waited 0.3-6.6 ms: 9 behind another thread, 8 within 1.4 ms of the hog \
+                 being picked again, 6 with the hog running longer). They are replayed \
+                 (traced live, unless --no-others), but a thread with under 1 ms of CPU in \
+                 all is left out, and a re-pick the trace does not show (no switch) is not \
+                 reproduced; the tail also holds other interrupts and the host's time \
+                 (`others`, `steal`), and wake-ups onto a busy CPU that the model's \
+                 placement does not make"
             }
             Measure::Migrations => {
                 "live, about 1 wake-up in 10 whose previous CPU is idle moves to the \

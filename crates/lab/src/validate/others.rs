@@ -117,9 +117,7 @@ impl Others {
         let Some((stop, reader)) = self.reader.take() else {
             return none(0);
         };
-        // The reader drains once more after the flag: what the kernel
-        // holds when tracing stops.
-        let _ = self.inst.as_ref().map(Instance::stop);
+        // The reader drains once more after it sees the flag.
         stop.store(true, Ordering::SeqCst);
         let Ok((inst, conv)) = reader.join() else {
             return none(0);

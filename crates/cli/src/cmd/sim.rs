@@ -638,7 +638,7 @@ fn print_against_recording(
 /// The simulated tasks of a recording pooled by program (comm), as the
 /// recording pools the live ones (`Recording::by_comm`): its background
 /// left out.
-fn by_comm(
+pub(crate) fn by_comm(
     stats: &[corral_sim::sched::machine::TaskStats],
     outside: &std::collections::BTreeSet<&str>,
 ) -> Vec<CommGroup> {

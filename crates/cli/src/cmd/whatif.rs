@@ -107,19 +107,7 @@ pub fn run(
             }),
         })
         .collect();
-    let mut programs = recording::pool(
-        r.none[0]
-            .iter()
-            .filter(|t| !background.contains(t.name.as_str()))
-            .map(|t| {
-                (
-                    recording::comm_of(&t.name),
-                    t.cpu_ns,
-                    t.wakeups,
-                    &t.wakeup_latency,
-                )
-            }),
-    );
+    let mut programs = super::sim::by_comm(&r.none[0], &background);
     programs.retain(|g| {
         let own_rows = periodic
             .iter()

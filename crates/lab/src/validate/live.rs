@@ -407,33 +407,9 @@ pub(super) fn run_live(
     let others = match (others, t0_us) {
         (Some(t), Some(us)) => {
             let r = t.finish(us.max(0) as u64 * 1000)?;
+            let (text, cpu_s) = r.describe();
             // What is replayed, for whoever keeps the run's files.
-            let mut text = String::from("# the machine's other threads as replayed: name, CPUs, then (start µs from the use case's start, run µs)\n");
-            for t in &r.tasks {
-                let _ = write!(text, "{} {:?}", t.name, t.cpus);
-                let mut at = None;
-                for e in t.phases.iter().flat_map(|p| p.events.iter()) {
-                    match e {
-                        rtapp::Event::Until(u) => at = Some(*u),
-                        rtapp::Event::Run(us) | rtapp::Event::Runtime(us) => {
-                            let _ = write!(text, " ({},{us})", at.take().unwrap_or(0));
-                        }
-                        _ => {}
-                    }
-                }
-                text.push('\n');
-            }
             let _ = std::fs::write(dir.join("others.txt"), text);
-            let cpu_s = r
-                .tasks
-                .iter()
-                .flat_map(|t| t.phases.iter().flat_map(|p| p.events.iter()))
-                .map(|e| match e {
-                    rtapp::Event::Run(us) | rtapp::Event::Runtime(us) => *us,
-                    _ => 0,
-                })
-                .sum::<u64>() as f64
-                / 1e6;
             notes.push(format!(
                 "the machine's other threads, traced live, replayed in the simulation: {} threads, {cpu_s:.2} CPU s{}",
                 r.tasks.len(),

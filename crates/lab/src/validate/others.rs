@@ -50,6 +50,34 @@ pub(super) struct Replayed {
     pub(super) lost: u64,
 }
 
+impl Replayed {
+    /// What is replayed, a line per thread (name, CPUs, then each run as
+    /// `(start µs from the use case's start, run µs)`), and its CPU time
+    /// in all, s.
+    pub(super) fn describe(&self) -> (String, f64) {
+        let mut text = String::from(
+            "# the machine's other threads as replayed: name, CPUs, then (start µs from the use case's start, run µs)\n",
+        );
+        let mut cpu_us = 0;
+        for t in &self.tasks {
+            let _ = write!(text, "{} {:?}", t.name, t.cpus);
+            let mut at = None;
+            for e in t.phases.iter().flat_map(|p| p.events.iter()) {
+                match e {
+                    Event::Until(u) => at = Some(*u),
+                    Event::Run(us) | Event::Runtime(us) => {
+                        cpu_us += us;
+                        let _ = write!(text, " ({},{us})", at.take().unwrap_or(0));
+                    }
+                    _ => {}
+                }
+            }
+            text.push('\n');
+        }
+        (text, cpu_us as f64 / 1e6)
+    }
+}
+
 impl Others {
     /// Starts tracing every CPU, before rt-app starts so its forks are
     /// seen.

@@ -209,6 +209,12 @@ pub struct SimArgs {
     /// The rt-app JSON workload.
     #[arg(required_unless_present_any = ["bench", "paper"])]
     pub workload: Option<PathBuf>,
+    /// Also run the threads of this workload, after the workload's own:
+    /// e.g. the machine's other threads that `corral lab validate --keep`
+    /// traced beside a case (`live/others.json`), which reproduces the
+    /// simulation it ran.
+    #[arg(long, value_name = "FILE", requires = "workload")]
+    pub beside: Option<PathBuf>,
     /// Platform file (TOML: kernel, hz, cpus or capacities, hotplug,
     /// groups); the options below override it.
     #[arg(long, value_name = "FILE")]

@@ -237,6 +237,57 @@ fn sim_charts_the_first_runs_and_refuses_flags_it_would_ignore() {
 /// What a newcomer reads points at files the repository has: every path
 /// in backquotes in README.md and ARCHITECTURE.md that names a file of
 /// ours exists, and none leaves the repository.
+/// `--beside` runs another file's threads with the workload's (what
+/// `lab validate --keep` writes as the others it replayed), and a bad one
+/// is named.
+#[test]
+fn sim_runs_the_threads_of_a_file_beside_the_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, o) = (dir.path().join("w.json"), dir.path().join("o.json"));
+    std::fs::write(
+        &w,
+        r#"{"tasks": {"hog": {"cpus": [0], "run": 100000}}, "global": {"duration": 2}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        &o,
+        r#"{"tasks": {"other": {"cpus": [0], "loop": 1, "corral_background": true,
+            "corral_until0": 1000000, "run1": 500000}}}"#,
+    )
+    .unwrap();
+    let (w, o) = (w.to_str().unwrap(), o.to_str().unwrap());
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = corral().args(args).arg("--json").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let cpu = |v: &serde_json::Value, name: &str| {
+        v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["cpu_s"].as_f64().unwrap())
+    };
+    let alone = json(&["sim", w]);
+    let beside = json(&["sim", w, "--beside", o]);
+    assert_eq!(cpu(&alone, "other"), None);
+    // The other thread runs its 0.5 s from 1 s on, on the hog's CPU:
+    // the hog gets about half of that second.
+    assert!(
+        (cpu(&beside, "other").unwrap() - 0.5).abs() < 0.01,
+        "{beside}"
+    );
+    let lost = cpu(&alone, "hog").unwrap() - cpu(&beside, "hog").unwrap();
+    assert!((lost - 0.5).abs() < 0.01, "{alone} {beside}");
+    let said = text(&["sim", w, "--beside", "/nonexistent/o.json"]);
+    assert!(said.contains("cannot read /nonexistent/o.json"), "{said}");
+}
+
 #[test]
 fn the_docs_point_only_at_files_in_the_repository() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -877,13 +877,16 @@ fn print_case(c: &corral_lab::validate::CaseReport) {
     }
     if let Some(cal) = &c.calibration {
         println!(
-            "  rt-app loop {:.1} ns (min {:.1}, max {:.1} over {} runs) -> calibration {} ns; first tick {} us in; window {:.2}-{:.2} s ({:.2} s live); meanwhile others used {:.2} CPU, steal {:.2} CPU",
+            "  rt-app loop {:.1} ns (min {:.1}, max {:.1} over {} runs) -> calibration {} ns; first tick {} us in{}; window {:.2}-{:.2} s ({:.2} s live); meanwhile others used {:.2} CPU, steal {:.2} CPU",
             cal.ns_per_loop_median,
             cal.ns_per_loop_min,
             cal.ns_per_loop_max,
             cal.samples,
             cal.used,
             c.tick_phase_us,
+            c.timer_origin_us
+                .map(|us| format!(", timers from {us} us"))
+                .unwrap_or_default(),
             c.window_s.0,
             c.window_s.1,
             c.live_window_s,

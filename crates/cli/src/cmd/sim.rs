@@ -108,7 +108,13 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let path = args.workload.as_ref().context("no workload given")?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let work = rtapp::parse(&text, &path.display().to_string())?;
+    let mut work = rtapp::parse(&text, &path.display().to_string())?;
+    if let Some(b) = &args.beside {
+        let text =
+            std::fs::read_to_string(b).with_context(|| format!("cannot read {}", b.display()))?;
+        work.tasks
+            .extend(rtapp::parse(&text, &b.display().to_string())?.tasks);
+    }
     // A recording (`corral record`) carries its live figures.
     let recorded = serde_json::from_str::<serde_json::Value>(&text)
         .ok()

@@ -410,6 +410,7 @@ pub(super) fn run_live(
             let (text, cpu_s) = r.describe();
             // What is replayed, for whoever keeps the run's files.
             let _ = std::fs::write(dir.join("others.txt"), text);
+            let _ = std::fs::write(dir.join("others.json"), r.to_json());
             notes.push(format!(
                 "the machine's other threads, traced live, replayed in the simulation: {} threads, {cpu_s:.2} CPU s{}",
                 r.tasks.len(),

@@ -71,9 +71,93 @@ pub(super) fn read_log(path: &Path, live: bool) -> Result<Vec<LogLine>> {
     parse_log(&text, path, live)
 }
 
+/// How near the median half the estimates of [`timer_origin`] must lie,
+/// µs.
+const ORIGIN_AGREE_US: i64 = 200;
+
+/// Where rt-app's timers count from, µs after the use case's start: its
+/// `t_zero`, taken by the first thread after the threads were created,
+/// which every thread's timers start from (`t_first`; `t_next = t_first +
+/// period` at a timer's first use). The logs count from `main_app_start`,
+/// earlier, so it is read off the live timer grid: an iteration that ends
+/// with its timer wakes at `t_first + Σ c_period + wu_lat`, and the next
+/// iteration starts then (`rel_st`), so
+///
+/// ```text
+/// t_first ≈ rel_st(i+1) − wu_lat(i) − Σ_{j ≤ i} c_period(j)
+/// ```
+///
+/// over each thread's iterations up to its first late one (a late
+/// relative timer starts its grid anew); the median of every estimate.
+/// None without a timer, with fewer than 3 estimates, or when fewer than
+/// half of them lie within [`ORIGIN_AGREE_US`] of the median (phases whose
+/// timer is not their last event, several timers: no grid to read).
+pub(super) fn timer_origin(logs: &[Vec<LogLine>]) -> Option<u64> {
+    let mut est = Vec::new();
+    for log in logs {
+        let mut periods = 0;
+        for pair in log.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if a.c_period <= 0 || a.slack < 0 {
+                break;
+            }
+            periods += a.c_period;
+            est.push(b.start_us - a.wu_lat - periods);
+        }
+    }
+    if est.len() < 3 {
+        return None;
+    }
+    est.sort_unstable();
+    let m = est[est.len() / 2];
+    let agree = est
+        .iter()
+        .filter(|&&e| (e - m).abs() <= ORIGIN_AGREE_US)
+        .count();
+    if 2 * agree < est.len() {
+        return None;
+    }
+    u64::try_from(m).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Live, periodic-among-hogs: rt-app's clock reference 346 µs after its
+    /// start; the first iteration began at 712 µs (after the barrier), the
+    /// third's timer woke 3.9 ms late, the fourth's came late (its grid
+    /// starts anew: no estimate after it).
+    #[test]
+    fn the_timers_origin_is_read_off_the_live_grid() {
+        let line = |rel_st, slack, wu_lat| LogLine {
+            abs_start_us: 0,
+            start_us: rel_st,
+            end_us: rel_st + 30,
+            slack,
+            c_duration: 30,
+            c_period: 10_000,
+            wu_lat,
+        };
+        let log = vec![
+            line(712, 9200, 34),
+            line(10_380, 9900, 41),
+            line(20_389, 9900, 3903),
+            line(34_250, -100, 0),
+            line(34_300, 9900, 20),
+            line(44_400, 9900, 20),
+        ];
+        // 10380-34-10000, 20389-41-20000, 34250-3903-30000.
+        assert_eq!(timer_origin(std::slice::from_ref(&log)), Some(347));
+        assert_eq!(timer_origin(&[log[..3].to_vec()]), None, "two estimates");
+        let untimed: Vec<LogLine> = log.iter().map(|l| LogLine { c_period: 0, ..*l }).collect();
+        assert_eq!(timer_origin(&[untimed]), None);
+        // Estimates that scatter (no grid): none.
+        let scattered: Vec<LogLine> = (0..6)
+            .map(|i| line(10_000 * i + 700 * (i % 3), 9000, 0))
+            .collect();
+        assert_eq!(timer_origin(&[scattered]), None);
+    }
 
     #[test]
     fn a_last_line_cut_short_is_left_out_and_any_other_is_an_error() {

@@ -116,6 +116,15 @@ pub(super) fn medians(mut runs: Vec<CaseReport>) -> CaseReport {
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    if runs.iter().any(|r| r.timer_origin_us.is_some()) {
+        out.notes.push(format!(
+            "rt-app's timers counted from {} us after its start (the simulated threads start there)",
+            runs.iter()
+                .map(|r| r.timer_origin_us.map_or("-".into(), |us| us.to_string()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     if !same_tasks {
         out.notes
             .push("the runs' task lists differ: the first compared run's rows are shown".into());

@@ -109,6 +109,7 @@ pub fn with_daemon(
                 cpus: None,
                 events,
             }],
+            delay_us: 0,
             forked: false,
             background: true,
         });

@@ -14,7 +14,11 @@
 //! refs per instance), `suspend`/`resume`, `lock`/`unlock`,
 //! `wait`/`signal`/`broad`/`sync`, `barrier`, `yield`, `cpus`, `priority`
 //! (nice for fair policies), `policy` (SCHED_OTHER / IDLE / BATCH / FIFO /
-//! RR), `taskgroup`, and `global` `duration` and `default_policy`.
+//! RR), `taskgroup`, `delay` (µs before the thread starts; its timers
+//! count from then), and `global` `duration` and `default_policy`.
+//! As in rt-app, a timer's first expiry is a period after the thread's
+//! start (`t_first`: the use case's start plus its `delay`), not after
+//! its first use.
 //!
 //! One extension, for recordings of live runs (`corral record`), which
 //! rt-app cannot express without losing wake-ups: `corral_wake` and
@@ -120,6 +124,9 @@ pub struct Task {
     /// corral's extension: born at its first `corral_wake` (a recorded
     /// fork), not at the start.
     pub forked: bool,
+    /// rt-app's `delay`: µs after the use case's start that the thread
+    /// starts, its timers' reference (`t_first`).
+    pub delay_us: u64,
     /// corral's extension: what else ran on the recorded machine, outside
     /// the scope corral was asked to manage (the simulated daemon leaves
     /// it alone, as the live one does).
@@ -205,6 +212,7 @@ const TASK_KEYS: &[&str] = &[
     "cpus",
     "taskgroup",
     "phases",
+    "delay",
     "corral_forked",
     "corral_background",
 ];
@@ -469,6 +477,7 @@ impl Ctx<'_> {
             taskgroup: None,
             loops: -1,
             phases: Vec::new(),
+            delay_us: 0,
             forked: false,
             background: false,
         };
@@ -493,6 +502,7 @@ impl Ctx<'_> {
                 "cpus" => task.cpus = Some(self.cpus(v, k)?),
                 "taskgroup" => task.taskgroup = Some(self.string(v, k)?),
                 "phases" => phases = Some(self.object(v, k)?),
+                "delay" => task.delay_us = self.uint(v, k)?,
                 "corral_forked" => {
                     task.forked = v
                         .as_bool()

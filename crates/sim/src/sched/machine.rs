@@ -297,6 +297,9 @@ struct Task {
     log: Vec<LogLine>,
     /// Its own ("unique…") timers: name, next expiry.
     own_timers: Vec<(Name, Ns)>,
+    /// rt-app's `t_first`: when the thread starts (the use case's start
+    /// plus its `delay`), where its timers count from.
+    t_first: Ns,
     /// Its timed sleeps' slack (`timer_slack_ns`), ns: the platform's for
     /// a normal task, none for an RT one (`Machine::hrtimer_sleep`).
     timer_slack: Ns,
@@ -529,13 +532,14 @@ fn online_at_start(platform: &Platform) -> Result<Vec<bool>, Error> {
     Ok(online)
 }
 
-/// The first events: every thread's start at 0, the platform's hot-plug
-/// and governor, and each CPU's first tick (at the tick phase).
-fn first_events(platform: &Platform, ntasks: usize) -> Result<Queue<Ev>, Error> {
+/// The first events: every thread's start (at its `delay`), the
+/// platform's hot-plug and governor, and each CPU's first tick (at the
+/// tick phase).
+fn first_events(platform: &Platform, starts: &[Ns]) -> Result<Queue<Ev>, Error> {
     let ncpus = platform.capacities.len();
     let mut q = Queue::new();
-    for id in 0..ntasks {
-        q.at(0, Ev::Start(id));
+    for (id, &at) in starts.iter().enumerate() {
+        q.at(at, Ev::Start(id));
     }
     for &(at, cpu, on) in &platform.hotplug {
         if cpu >= ncpus {
@@ -609,6 +613,7 @@ impl Task {
             ran_on: None,
             log: Vec::new(),
             own_timers: Vec::new(),
+            t_first: t.delay_us * 1000,
             stats: TaskStats {
                 name: if t.instances > 1 {
                     format!("{}-{instance}", t.name)
@@ -656,7 +661,8 @@ impl<K: SchedClass> Machine<K> {
                     .expect("a CPU is online");
             }
         }
-        let q = first_events(&platform, tasks.len())?;
+        let starts: Vec<Ns> = tasks.iter().map(|t| t.t_first).collect();
+        let q = first_events(&platform, &starts)?;
         let barriers = barrier_users
             .into_iter()
             .map(|n| (n.max(1), Vec::new()))
@@ -2049,10 +2055,12 @@ impl<K: SchedClass> Machine<K> {
     }
 
     /// rt-app's `timer`: the next expiry of timer `name` (id `id`; a
-    /// `unique…` timer is the thread's own), `period` after the last;
-    /// records the slack (negative when the thread came late). In relative
-    /// mode a missed expiry re-bases the timer on now. The time to sleep
-    /// until, if the expiry is ahead.
+    /// `unique…` timer is the thread's own), `period` after the last, the
+    /// first a period after the `t_first` of the thread that used it first
+    /// (rt-app's `t_next = *t_first` at the timer's initialisation, not
+    /// the time of that use); records the slack (negative when the thread
+    /// came late). In relative mode a missed expiry re-bases the timer on
+    /// now. The time to sleep until, if the expiry is ahead.
     fn timer(
         &mut self,
         t: TaskId,
@@ -2062,18 +2070,19 @@ impl<K: SchedClass> Machine<K> {
         mode: TimerMode,
         now: Ns,
     ) -> Option<Ns> {
+        let t_first = self.tasks[t].t_first;
         let slot = if name.starts_with("unique") {
             let own = &mut self.tasks[t].own_timers;
             let i = match own.iter().position(|(n, _)| n == name) {
                 Some(i) => i,
                 None => {
-                    own.push((name.clone(), now));
+                    own.push((name.clone(), t_first));
                     own.len() - 1
                 }
             };
             &mut own[i].1
         } else {
-            self.timers[id as usize].get_or_insert(now)
+            self.timers[id as usize].get_or_insert(t_first)
         };
         let next = *slot + period;
         let slack = next as i64 - now as i64;
@@ -2632,9 +2641,11 @@ mod tests {
         // On a CPU busy with a SCHED_IDLE hog, which every wake-up
         // preempts: each timed wake-up runs `timer_preempt` later (its
         // start, a wake-up onto a CPU the hog may not have yet, aside).
+        // (Its timer counts from its start, 100 µs in: no expiry falls on
+        // a tick.)
         let busy = r#"{"tasks": {
             "hog": {"loop": 1, "cpus": [0], "policy": "SCHED_IDLE", "run": 2000000},
-            "p": {"loop": 100, "cpus": [0], "run": 100,
+            "p": {"loop": 100, "cpus": [0], "run": 100, "delay": 100,
                 "timer": {"ref": "t", "period": 10000, "mode": "absolute"}}}}"#;
         let mut p = Platform::uniform(1);
         p.costs = Costs {
@@ -2688,6 +2699,41 @@ mod tests {
         assert!(busy.iter().all(|&w| w == 20_000), "{busy:?}");
         let rt = wakes(&format!(r#"{{"tasks": {{{fifo}, {hog}}}}}"#));
         assert!(rt.iter().all(|&w| w == 0), "{rt:?}");
+    }
+
+    /// rt-app's timers count from the thread's `t_first` (the use case's
+    /// start plus its `delay`), not from their first use: a 2 ms run then
+    /// a 10 ms timer wakes at 10, 20, … ms, not 12, 22, …; with a 300 µs
+    /// delay, 300 µs later.
+    #[test]
+    fn a_timer_counts_from_the_thread_s_start_and_delay() {
+        let wakes = |extra: &str| {
+            let json = format!(
+                r#"{{"tasks": {{"p": {{"loop": 5{extra}, "run": 2000,
+                    "timer": {{"ref": "unique", "period": 10000}}}}}}}}"#
+            );
+            let mut m = Machine::new(
+                Platform::uniform(1),
+                parse(&json, "test").unwrap(),
+                Fair::eevdf(1),
+            )
+            .unwrap();
+            m.record();
+            m.run_until(100_000_000);
+            m.wake_marks
+                .iter()
+                .filter(|w| w.1 == 0)
+                .map(|w| w.0)
+                .collect::<Vec<Ns>>()
+        };
+        let at = |delay: Ns| -> Vec<Ns> {
+            // The start, then each expiry (its slack late, on an idle CPU).
+            let mut v = vec![delay];
+            v.extend((1..=5).map(|k| k * 10_000_000 + delay + TIMER_SLACK_NS));
+            v
+        };
+        assert_eq!(wakes(""), at(0));
+        assert_eq!(wakes(r#", "delay": 300"#), at(300_000));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! kernel = "eevdf"                      # any of models::NAMES; optional
 //! features = "NO_RUN_TO_PARITY"         # sched_feat switches (EEVDF), optional
 //! hz = 250                              # CONFIG_HZ
-//! tick_phase = "2ms"                    # first tick (default: one tick in)
+//! tick_phase = "2ms"                    # first tick (default: half a tick in)
 //! timer_slack = "50us"                  # timer_slack_ns of normal tasks' sleeps
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
@@ -136,11 +136,14 @@ pub struct PlatformSpec {
 }
 
 impl PlatformSpec {
-    /// `ncpus` CPUs of capacity 1024 at HZ 250, no kernel named, every
-    /// switch on, no group and no boost.
+    /// `ncpus` CPUs of capacity 1024 at HZ 250 (the first tick half a
+    /// tick in, as a platform file's), no kernel named, every switch on,
+    /// no group and no boost.
     pub fn uniform(ncpus: usize) -> PlatformSpec {
+        let mut platform = crate::sched::machine::Platform::uniform(ncpus);
+        platform.tick_phase = 1_000_000_000 / platform.hz as Ns / 2;
         PlatformSpec {
-            platform: crate::sched::machine::Platform::uniform(ncpus),
+            platform,
             kernel: None,
             features: Default::default(),
             groups: Default::default(),
@@ -295,10 +298,14 @@ fn capacities(
     Ok(capacities)
 }
 
-/// The first tick's time, less than one tick (0: one tick in).
+/// The first tick's time, less than one tick (0: one tick in). By
+/// default half a tick: a live workload starts at an arbitrary point of a
+/// tick, and a start on a tick would put every expiry of a timer whose
+/// period is a multiple of the tick on a tick (rt-app's timers count from
+/// the start), a coincidence the kernel almost never meets.
 fn tick_phase(phase: Option<&str>, hz: u32, at: At) -> Result<Ns, Error> {
     Ok(match phase {
-        None => 0,
+        None => 1_000_000_000 / hz as Ns / 2,
         Some(v) => match parse_time(v) {
             Some(t) if t < 1_000_000_000 / hz as Ns => t,
             Some(_) => {

@@ -32,7 +32,8 @@ pub struct Platform {
     /// `tick_phase + k·(1 s / hz)`, the same instants on every CPU (the
     /// kernel's default, `skew_tick=0`). A live workload starts at an
     /// arbitrary point of a tick; 0 puts its start on a tick, so timers
-    /// whose period is a multiple of the tick expire on ticks.
+    /// whose period is a multiple of the tick expire on ticks (platform
+    /// files default to half a tick, `input::platform`).
     pub tick_phase: Ns,
     /// CPU hot-plug: at (ns), CPU, online or not.
     pub hotplug: Vec<(Ns, usize, bool)>,

@@ -234,9 +234,6 @@ fn sim_charts_the_first_runs_and_refuses_flags_it_would_ignore() {
     }
 }
 
-/// What a newcomer reads points at files the repository has: every path
-/// in backquotes in README.md and ARCHITECTURE.md that names a file of
-/// ours exists, and none leaves the repository.
 /// `--beside` runs another file's threads with the workload's (what
 /// `lab validate --keep` writes as the others it replayed), and a bad one
 /// is named.
@@ -286,8 +283,15 @@ fn sim_runs_the_threads_of_a_file_beside_the_workload() {
     assert!((lost - 0.5).abs() < 0.01, "{alone} {beside}");
     let said = text(&["sim", w, "--beside", "/nonexistent/o.json"]);
     assert!(said.contains("cannot read /nonexistent/o.json"), "{said}");
+    // A name in both would join the two (a task here; a timer, lock or
+    // barrier alike): refused.
+    let said = text(&["sim", w, "--beside", w]);
+    assert!(said.contains("[\"hog\"] also named in"), "{said}");
 }
 
+/// What a newcomer reads points at files the repository has: every path
+/// in backquotes in README.md and ARCHITECTURE.md that names a file of
+/// ours exists, and none leaves the repository.
 #[test]
 fn the_docs_point_only_at_files_in_the_repository() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -40,6 +40,39 @@ fn parse_window(spec: &str) -> anyhow::Result<(u64, u64)> {
 }
 
 /// The platform from --platform and the options that override it.
+/// The names a workload's threads meet by: its tasks' and every shared
+/// resource's (a `unique…` timer is each thread's own).
+fn names(w: &rtapp::Workload) -> std::collections::BTreeSet<String> {
+    use rtapp::Event as E;
+    let mut out = std::collections::BTreeSet::new();
+    for t in &w.tasks {
+        out.insert(t.name.clone());
+        for e in t.phases.iter().flat_map(|p| p.events.iter()) {
+            match e {
+                E::Timer { name, .. } if name.starts_with("unique") => {}
+                E::Timer { name, .. }
+                | E::Lock(name)
+                | E::Unlock(name)
+                | E::Signal(name)
+                | E::Broad(name)
+                | E::Suspend(name)
+                | E::Resume(name)
+                | E::Barrier(name)
+                | E::Wake(name)
+                | E::Block(name) => {
+                    out.insert(name.to_string());
+                }
+                E::Wait { cond, mutex } | E::Sync { cond, mutex } => {
+                    out.insert(cond.to_string());
+                    out.insert(mutex.to_string());
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
     let mut spec = match &args.platform {
         Some(p) => {
@@ -112,8 +145,23 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     if let Some(b) = &args.beside {
         let text =
             std::fs::read_to_string(b).with_context(|| format!("cannot read {}", b.display()))?;
-        work.tasks
-            .extend(rtapp::parse(&text, &b.display().to_string())?.tasks);
+        let other = rtapp::parse(&text, &b.display().to_string())?;
+        // Timers, locks, barriers and semaphores are found by name in the
+        // one workload the two make: a name in both would join them.
+        let ours = names(&work);
+        let shared: Vec<String> = names(&other)
+            .into_iter()
+            .filter(|n| ours.contains(n))
+            .collect();
+        anyhow::ensure!(
+            shared.is_empty(),
+            "{}: {:?} also named in {} (a task, timer, lock, barrier or semaphore): the two \
+             would share it; rename it in one of them",
+            b.display(),
+            shared,
+            path.display()
+        );
+        work.tasks.extend(other.tasks);
     }
     // A recording (`corral record`) carries its live figures.
     let recorded = serde_json::from_str::<serde_json::Value>(&text)

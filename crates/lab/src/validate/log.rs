@@ -76,25 +76,27 @@ pub(super) fn read_log(path: &Path, live: bool) -> Result<Vec<LogLine>> {
 const ORIGIN_AGREE_US: i64 = 200;
 
 /// Where rt-app's timers count from, µs after the use case's start: its
-/// `t_zero`, taken by the first thread after the threads were created,
-/// which every thread's timers start from (`t_first`; `t_next = t_first +
-/// period` at a timer's first use). The logs count from `main_app_start`,
-/// earlier, so it is read off the live timer grid: an iteration that ends
-/// with its timer wakes at `t_first + Σ c_period + wu_lat`, and the next
-/// iteration starts then (`rel_st`), so
+/// `t_zero`, which its first thread takes as it starts, and which every
+/// thread's timers count from (`t_first = t_zero + delay`; `t_next =
+/// t_first + period` at a timer's first use). The logs count from
+/// `main_app_start`, earlier, so it is read off the live timer grid: an
+/// iteration that ends with its own timer wakes at `t_first + Σ c_period
+/// + wu_lat`, and the next iteration starts then (`rel_st`), so
 ///
 /// ```text
-/// t_first ≈ rel_st(i+1) − wu_lat(i) − Σ_{j ≤ i} c_period(j)
+/// t_zero ≈ rel_st(i+1) − wu_lat(i) − Σ_{j ≤ i} c_period(j) − delay
 /// ```
 ///
 /// over each thread's iterations up to its first late one (a late
-/// relative timer starts its grid anew); the median of every estimate.
-/// None without a timer, with fewer than 3 estimates, or when fewer than
-/// half of them lie within [`ORIGIN_AGREE_US`] of the median (phases whose
-/// timer is not their last event, several timers: no grid to read).
-pub(super) fn timer_origin(logs: &[Vec<LogLine>]) -> Option<u64> {
+/// relative timer starts its grid anew), for the threads `grid` gives a
+/// delay for (those whose every phase ends with a timer of their own:
+/// `grid_threads`); the median of every estimate. None with fewer than 3
+/// estimates, or when fewer than half of them lie within
+/// [`ORIGIN_AGREE_US`] of the median.
+pub(super) fn timer_origin(logs: &[Vec<LogLine>], grid: &[Option<u64>]) -> Option<u64> {
     let mut est = Vec::new();
-    for log in logs {
+    for (log, delay) in logs.iter().zip(grid) {
+        let Some(delay) = delay else { continue };
         let mut periods = 0;
         for pair in log.windows(2) {
             let (a, b) = (&pair[0], &pair[1]);
@@ -102,7 +104,7 @@ pub(super) fn timer_origin(logs: &[Vec<LogLine>]) -> Option<u64> {
                 break;
             }
             periods += a.c_period;
-            est.push(b.start_us - a.wu_lat - periods);
+            est.push(b.start_us - a.wu_lat - periods - *delay as i64);
         }
     }
     if est.len() < 3 {
@@ -148,15 +150,37 @@ mod tests {
             line(44_400, 9900, 20),
         ];
         // 10380-34-10000, 20389-41-20000, 34250-3903-30000.
-        assert_eq!(timer_origin(std::slice::from_ref(&log)), Some(347));
-        assert_eq!(timer_origin(&[log[..3].to_vec()]), None, "two estimates");
+        assert_eq!(
+            timer_origin(std::slice::from_ref(&log), &[Some(0)]),
+            Some(347)
+        );
+        assert_eq!(
+            timer_origin(&[log[..3].to_vec()], &[Some(0)]),
+            None,
+            "two estimates"
+        );
+        // A thread without a grid of its own is not read.
+        assert_eq!(timer_origin(std::slice::from_ref(&log), &[None]), None);
         let untimed: Vec<LogLine> = log.iter().map(|l| LogLine { c_period: 0, ..*l }).collect();
-        assert_eq!(timer_origin(&[untimed]), None);
+        assert_eq!(timer_origin(&[untimed], &[Some(0)]), None);
+        // A thread with a 500 ms delay: its grid 500 ms later, t_zero the
+        // same.
+        let delayed: Vec<LogLine> = log
+            .iter()
+            .map(|l| LogLine {
+                start_us: l.start_us + 500_000,
+                ..*l
+            })
+            .collect();
+        assert_eq!(
+            timer_origin(&[delayed, log.clone()], &[Some(500_000), Some(0)]),
+            Some(347)
+        );
         // Estimates that scatter (no grid): none.
         let scattered: Vec<LogLine> = (0..6)
             .map(|i| line(10_000 * i + 700 * (i % 3), 9000, 0))
             .collect();
-        assert_eq!(timer_origin(&[scattered]), None);
+        assert_eq!(timer_origin(&[scattered], &[Some(0)]), None);
     }
 
     #[test]

@@ -585,6 +585,41 @@ fn threads_of(work: &rtapp::Workload, root: &str) -> Vec<Thread> {
     v
 }
 
+/// Per thread (instances together, tasks in file order, as
+/// `threads_of`): its task's `delay` when its log shows its timer grid,
+/// that is when every phase ends with a timer of its own (a `unique` ref,
+/// or one no other thread uses), else None: a timer followed by work in
+/// its iteration, or shared, puts `rel_st` off the grid.
+fn grid_threads(work: &rtapp::Workload) -> Vec<Option<u64>> {
+    let mut users: std::collections::HashMap<&str, u32> = Default::default();
+    for t in &work.tasks {
+        let mut named: Vec<&str> = Vec::new();
+        for e in t.phases.iter().flat_map(|p| p.events.iter()) {
+            if let rtapp::Event::Timer { name, .. } = e {
+                if !name.starts_with("unique") && !named.contains(&&**name) {
+                    named.push(name);
+                }
+            }
+        }
+        for n in named {
+            *users.entry(n).or_default() += t.instances;
+        }
+    }
+    let mut out = Vec::new();
+    for t in &work.tasks {
+        let own = t.phases.iter().all(|p| match p.events.last() {
+            Some(rtapp::Event::Timer { name, .. }) => {
+                name.starts_with("unique") || users.get(&**name) == Some(&1)
+            }
+            _ => false,
+        });
+        for _ in 0..t.instances {
+            out.push(own.then_some(t.delay_us));
+        }
+    }
+    out
+}
+
 /// Iterations an instance must have in the window for its `work` to be
 /// taken: fewer are too few to say what a `run` costs.
 const WORK_MIN_ITERATIONS: usize = 10;
@@ -593,7 +628,7 @@ const WORK_MIN_ITERATIONS: usize = 10;
 /// instances' `work` over those with [`WORK_MIN_ITERATIONS`] in the
 /// window, 1 where none has. It may be well above 1: a short run pays
 /// rt-app's own work each iteration (the timer, the log line, the
-/// switches in and out), 30 µs costing 60-75 µs here, and the lag a
+/// switches in and out), 30 µs costing 60-90 µs here, and the lag a
 /// periodic thread spends each period, which decides when it next waits
 /// for the tick, follows what it really ran.
 ///
@@ -760,13 +795,14 @@ fn run_case(
     for (task, (_, k)) in scaled.tasks.iter_mut().zip(&work_scale) {
         scale_run(task, *k);
     }
-    // rt-app's threads start, and their timers count, from its `t_zero`,
-    // after its threads were created; the simulated ones from then too:
-    // where a periodic wake-up falls between the ticks decides whether it
-    // preempts or waits for the next one.
-    let timer_origin_us = log::timer_origin(&live.logs);
+    // rt-app's timers count from its `t_zero` (plus a task's `delay`),
+    // which its first thread takes as it starts; the simulated threads
+    // start there (live, they begin their first iteration a little later,
+    // at rt-app's barrier): where a periodic wake-up falls between the
+    // ticks decides whether it preempts or waits for the next one.
+    let timer_origin_us = log::timer_origin(&live.logs, &grid_threads(&work));
     for task in &mut scaled.tasks {
-        task.delay_us = timer_origin_us.unwrap_or(0);
+        task.delay_us += timer_origin_us.unwrap_or(0);
     }
 
     progress(&format!("{}: simulated", case.name));
@@ -871,9 +907,10 @@ fn diverged(live_last: Option<f64>, sim_last: Option<f64>, end_s: f64) -> Option
 }
 
 /// Where the first tick after the use case's start lies, µs after it
-/// (rt-app's logs give the start on CLOCK_MONOTONIC, the tick's clock).
+/// (rt-app's logs give the start on CLOCK_MONOTONIC, the tick's clock);
+/// without a start, half a tick, as a platform file's default.
 fn tick_phase(t0_us: Option<i64>, hz: u32) -> u64 {
-    t0_us.map_or(0, |t0| {
+    t0_us.map_or(1_000_000 / u64::from(hz.max(1)) / 2, |t0| {
         corral_sim::sched::machine::tick_phase_after(t0.max(0) as u64 * 1000, hz) / 1000
     })
 }
@@ -1035,7 +1072,8 @@ mod tests {
         assert_eq!(tick_phase(Some(8_000), 250), 0);
         assert_eq!(tick_phase(Some(8_001), 250), 3_999);
         assert_eq!(tick_phase(Some(11_500), 250), 500);
-        assert_eq!(tick_phase(None, 250), 0);
+        // No start known: half a tick, a platform file's default.
+        assert_eq!(tick_phase(None, 250), 2_000);
         assert_eq!(tick_phase(Some(1_001), 1000), 999);
     }
 
@@ -1055,6 +1093,36 @@ mod tests {
         let sim = [0.07, 0.93, 0.97, 0.96].map(|s| Some(side(s)));
         // Live, hog-0 > hog-2 > hog-1; simulated, hog-1 > hog-2 > hog-0.
         assert_eq!(pair_instances(&threads, &live, &sim), [0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn only_threads_whose_phases_end_with_a_timer_of_their_own_show_the_grid() {
+        let text = r#"{ "tasks": {
+            "own": { "run": 30, "timer": { "ref": "unique", "period": 10000 } },
+            "delayed": { "instance": 2, "delay": 500, "run": 30,
+                "timer": { "ref": "unique", "period": 10000 } },
+            "alone": { "run": 30, "timer": { "ref": "t1", "period": 10000 } },
+            "shared": { "instance": 2, "run": 30, "timer": { "ref": "t2", "period": 10000 } },
+            "after": { "timer": { "ref": "unique", "period": 10000 }, "run": 2000 },
+            "untimed": { "run": 100000 },
+            "phased": { "phases": {
+                "a": { "run": 30, "timer": { "ref": "unique", "period": 10000 } },
+                "b": { "loop": 3, "run": 50 } } } } }"#;
+        let work = rtapp::parse(text, "t").unwrap();
+        assert_eq!(
+            grid_threads(&work),
+            [
+                Some(0),
+                Some(500),
+                Some(500),
+                Some(0),
+                None,
+                None,
+                None,
+                None,
+                None
+            ]
+        );
     }
 
     #[test]

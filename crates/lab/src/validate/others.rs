@@ -6,7 +6,8 @@
 //! thread that runs briefly on a CPU makes the kernel pick that CPU's
 //! task again, which renews its slice protection (RUN_TO_PARITY), and a
 //! thread waking within it waits for the next tick. So the live run is
-//! traced (every CPU's scheduler events, as `corral record` reads them),
+//! traced (every CPU's switches, forks, execs and exits, read with
+//! `corral record`'s converter),
 //! and what ran outside rt-app's process becomes background threads of
 //! the simulated workload, each run at its live instant on the CPU it
 //! used (`corral_until`, [`corral_sim::input::recording`]). Nothing is

@@ -299,7 +299,9 @@ struct Task {
     /// Its own ("unique…") timers: name, next expiry.
     own_timers: Vec<(Name, Ns)>,
     /// rt-app's `t_first`: when the thread starts (the use case's start
-    /// plus its `delay`), where its timers count from.
+    /// plus its `delay`), where its timers count from. XXX: rt-app sleeps
+    /// until then (`clock_nanosleep`, a timed wake-up with its slack);
+    /// here the thread starts then, as a new task.
     t_first: Ns,
     /// Its timed sleeps' slack (`timer_slack_ns`), ns: the platform's for
     /// a normal task, none for an RT one (`Machine::hrtimer_sleep`).

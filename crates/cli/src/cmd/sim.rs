@@ -39,40 +39,24 @@ fn parse_window(spec: &str) -> anyhow::Result<(u64, u64)> {
     Ok((from, to))
 }
 
-/// The platform from --platform and the options that override it.
 /// The names a workload's threads meet by: its tasks' and every shared
 /// resource's (a `unique…` timer is each thread's own).
 fn names(w: &rtapp::Workload) -> std::collections::BTreeSet<String> {
-    use rtapp::Event as E;
     let mut out = std::collections::BTreeSet::new();
     for t in &w.tasks {
         out.insert(t.name.clone());
         for e in t.phases.iter().flat_map(|p| p.events.iter()) {
-            match e {
-                E::Timer { name, .. } if name.starts_with("unique") => {}
-                E::Timer { name, .. }
-                | E::Lock(name)
-                | E::Unlock(name)
-                | E::Signal(name)
-                | E::Broad(name)
-                | E::Suspend(name)
-                | E::Resume(name)
-                | E::Barrier(name)
-                | E::Wake(name)
-                | E::Block(name) => {
-                    out.insert(name.to_string());
-                }
-                E::Wait { cond, mutex } | E::Sync { cond, mutex } => {
-                    out.insert(cond.to_string());
-                    out.insert(mutex.to_string());
-                }
-                _ => {}
+            if matches!(e, rtapp::Event::Timer { name, .. } if name.starts_with("unique")) {
+                continue;
             }
+            let (a, b) = e.resources();
+            out.extend(a.into_iter().chain(b).map(|n| n.to_string()));
         }
     }
     out
 }
 
+/// The platform from --platform and the options that override it.
 fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
     let mut spec = match &args.platform {
         Some(p) => {

@@ -98,6 +98,27 @@ pub enum Event {
     Until(u64),
 }
 
+impl Event {
+    /// The resources the event names (a timer, mutex, condition, suspend
+    /// queue, barrier or semaphore), the condition before its mutex.
+    pub fn resources(&self) -> (Option<&Name>, Option<&Name>) {
+        match self {
+            Event::Timer { name, .. }
+            | Event::Lock(name)
+            | Event::Unlock(name)
+            | Event::Signal(name)
+            | Event::Broad(name)
+            | Event::Suspend(name)
+            | Event::Resume(name)
+            | Event::Wake(name)
+            | Event::Block(name)
+            | Event::Barrier(name) => (Some(name), None),
+            Event::Wait { cond, mutex } | Event::Sync { cond, mutex } => (Some(cond), Some(mutex)),
+            _ => (None, None),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Phase {
     pub name: String,

@@ -473,21 +473,9 @@ fn resource_ids(work: &Workload) -> (Vec<Vec<Vec<(u32, u32)>>>, FastMap<Name, u3
                 .map(|p| {
                     p.events
                         .iter()
-                        .map(|e| match e {
-                            Event::Timer { name, .. }
-                            | Event::Lock(name)
-                            | Event::Unlock(name)
-                            | Event::Signal(name)
-                            | Event::Broad(name)
-                            | Event::Suspend(name)
-                            | Event::Resume(name)
-                            | Event::Wake(name)
-                            | Event::Block(name)
-                            | Event::Barrier(name) => (id_of(name), 0),
-                            Event::Wait { cond, mutex } | Event::Sync { cond, mutex } => {
-                                (id_of(cond), id_of(mutex))
-                            }
-                            _ => (0, 0),
+                        .map(|e| {
+                            let (a, b) = e.resources();
+                            (a.map_or(0, &mut id_of), b.map_or(0, &mut id_of))
                         })
                         .collect()
                 })

@@ -606,6 +606,14 @@ pub enum LabCommand {
     /// measure them). Prints a platform file's `[costs]` section for
     /// `corral sim --platform`. No root; two CPUs.
     Costs(CostsArgs),
+    /// Where this kernel puts a thread woken by a busy CPU while the
+    /// thread's previous CPU idles: a thread on CPU A, busier step by step
+    /// (its duty 10 % to 80 %), wakes one that last ran on idle CPU B, 250
+    /// times. Upstream Linux puts every one on B; a guest kernel that
+    /// packs wake-ups onto busy vCPUs keeps them on A while A's
+    /// utilization is under a threshold, which this prints. No root; two
+    /// CPUs; about 3 s.
+    Placement(CostsArgs),
     /// A real workload, the kernel alone against corral: a parallel cargo
     /// build of this workspace (offline, fresh target directory) with
     /// cyclictest and a 60 Hz frame loop beside it, and with --stress

@@ -248,3 +248,49 @@ fn privileged_lab_medium_guarantees_by_weight_and_by_nice() {
     }
     assert!(variants[2]["nice"].as_i64().unwrap() < 0, "{v}");
 }
+
+/// `corral lab placement` as a user runs it: every wake-up it made is
+/// counted once, on one of its two CPUs, and a CPU that is not online is
+/// refused by name.
+#[test]
+fn lab_placement_counts_each_wake_up_on_one_of_its_cpus() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    if online.trim() == "0" || online.is_empty() {
+        eprintln!("SKIP lab_placement_counts_each_wake_up_on_one_of_its_cpus: needs two CPUs");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["lab", "placement", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let samples = v["placement"]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 250);
+    let (a, b) = (&v["placement"]["cpus"][0], &v["placement"]["cpus"][1]);
+    assert_ne!(a, b);
+    let utils: Vec<u64> = samples
+        .iter()
+        .map(|s| s["util_avg"].as_u64().unwrap())
+        .collect();
+    if utils.iter().all(|&u| u == 0) {
+        eprintln!("SKIP lab_placement_counts_each_wake_up_on_one_of_its_cpus: this kernel shows no se.avg.util_avg");
+        return;
+    }
+    // The waker's duty rises: its utilization with it.
+    let (first, last) = (&utils[..25], &utils[utils.len() - 25..]);
+    assert!(
+        first.iter().sum::<u64>() < last.iter().sum::<u64>(),
+        "{utils:?}"
+    );
+    let bad = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["lab", "placement", "--cpus", "0,4095"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("CPU 4095 is not online"));
+}

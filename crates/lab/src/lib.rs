@@ -44,6 +44,7 @@ pub mod medium;
 pub mod overhead;
 pub mod parallel;
 pub mod pelt;
+pub mod placement;
 pub mod reaction;
 pub mod real;
 pub mod soak;

@@ -1420,6 +1420,53 @@ fn two_cpus(paths: &HostPaths, given: Option<(usize, usize)>) -> anyhow::Result<
     }
 }
 
+/// `corral lab placement`: where a thread woken by a busy CPU lands while
+/// its previous CPU idles.
+pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Result<ExitCode> {
+    let (a, b) = two_cpus(paths, args.cpus)?;
+    let levels = corral_lab::placement::SPIN_LEVELS_MS;
+    eprintln!(
+        "corral lab placement: a thread on CPU {a} wakes one that last ran on idle CPU {b}; its duty in {} steps",
+        levels.len()
+    );
+    let p = corral_lab::placement::measure(a, b, levels)?;
+    if args.json {
+        let v = serde_json::json!({
+            "placement": p,
+            "pack_util": p.pack_util(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (n, stayed) = p.counts();
+    println!("wake-ups from busy CPU {a} of a thread whose previous CPU {b} idled, by the waker's utilization (max of util_avg, util_est):");
+    let mut t = Table::new(&[
+        "WAKER UTIL",
+        "WAKE-UPS",
+        "STAYED ON WAKER'S CPU",
+        "WENT TO IDLE CPU",
+    ]);
+    for (low, k, on) in p.bands(50) {
+        t.row(vec![
+            format!("{low}-{}", low + 49),
+            k.to_string(),
+            on.to_string(),
+            (k - on).to_string(),
+        ]);
+    }
+    print!("{}", t.render());
+    println!("in all: {stayed} of {n} stayed beside their waker");
+    match p.pack_util() {
+        Some(u) => println!(
+            "this kernel packs wake-ups: a woken thread stays on its waker's busy CPU while that CPU's utilization is under {u}, though its previous CPU idles (upstream Linux takes the idle CPU)"
+        ),
+        None => println!(
+            "this kernel places a woken thread on its idle previous CPU, as upstream Linux does"
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `corral lab costs`: the scheduler's own costs here.
 pub fn costs(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Result<ExitCode> {
     let (a, b) = two_cpus(paths, args.cpus)?;

@@ -49,6 +49,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lab(LabCommand::Validate(args)) => lab::validate(&paths, &args),
         Command::Lab(LabCommand::Pelt(args)) => lab::pelt(&paths, &args),
         Command::Lab(LabCommand::Costs(args)) => lab::costs(&paths, &args),
+        Command::Lab(LabCommand::Placement(args)) => lab::placement(&paths, &args),
         Command::Lab(LabCommand::Real(args)) => lab::real(&paths, &args),
         Command::Lab(LabCommand::Reaction(args)) => lab::reaction(&paths, &args),
         Command::Lab(LabCommand::Flood(args)) => lab::flood(&args),

@@ -1,0 +1,323 @@
+//! `corral lab placement`: where this kernel puts a thread woken by a
+//! busy CPU while its previous CPU idles.
+//!
+//! Upstream, the fair class places a woken thread with
+//! `select_task_rq_fair`: `wake_affine` between the waker's CPU and the
+//! thread's previous one, then `select_idle_sibling` around the choice.
+//! With the previous CPU idle both return it (`wake_affine_idle`: an
+//! idle prev; `select_idle_sibling`: "if the previous CPU is cache
+//! affine and idle, don't be stupid"), where idle is
+//!
+//! ```text
+//! available_idle_cpu(cpu) = idle_cpu(cpu) ∧ ¬vcpu_is_preempted(cpu)
+//! ```
+//!
+//! A guest kernel may differ: this machine's (a vendor build with
+//! `sched_vcpu_pack=` on its command line and `vcpu_pack_room` among its
+//! symbols, no source at hand) keeps such a thread beside its waker
+//! while the waker's CPU has room, and the idle vCPU stays halted. The
+//! simulator does not model that yet; this measures it, so a model can be
+//! checked against it.
+//!
+//! The probe: a thread that last ran on CPU `b` sleeps; both CPUs idle
+//! 2 ms; a thread on CPU `a` spins for a while, reads its own `util_avg`
+//! and `util_est` (`/proc/thread-self/sched`), wakes the sleeper (a futex
+//! wake, not WF_SYNC) and spins 300 µs more. The sleeper reads the CPU it
+//! runs on first (`sched_getcpu`). The waker's spin grows level by level,
+//! its duty from about 10 % to 80 %, so its utilization crosses any
+//! threshold between. Upstream every wake-up lands on `b`. (Idle
+//! balancing could move a sleeper placed on `a` before it first runs,
+//! which would count it on `b`: the figure on `a` is a floor.)
+
+use crate::error::{Error, Result};
+use crate::work::mono_ns;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// One wake-up of the probe.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Sample {
+    /// The waker's `util_avg` and `util_est` just before it woke the
+    /// sleeper (`/proc/thread-self/sched`).
+    pub util_avg: u64,
+    pub util_est: u64,
+    /// Whether the sleeper ran first on the waker's busy CPU (else on its
+    /// previous, idle one).
+    pub on_waker_cpu: bool,
+}
+
+/// Where the probe's wake-ups landed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Placement {
+    /// The waker's CPU and the sleeper's previous, idle one.
+    pub cpus: (usize, usize),
+    /// Each wake-up, the waker's duty rising from one level to the next.
+    pub samples: Vec<Sample>,
+}
+
+impl Placement {
+    /// Wake-ups made, and those that stayed on the waker's busy CPU.
+    pub fn counts(&self) -> (usize, usize) {
+        let on = self.samples.iter().filter(|s| s.on_waker_cpu).count();
+        (self.samples.len(), on)
+    }
+
+    /// The waker's utilization from which wake-ups go to the idle CPU:
+    /// the `t` that best splits the samples into "stayed, util < t" and
+    /// "went to the idle CPU, util ≥ t" (most samples on the right side;
+    /// the lowest such `t`). `None` when wake-ups at the lowest duty did
+    /// not mostly stay: this machine does not pack wake-ups, it places
+    /// them on an idle CPU as upstream Linux does.
+    pub fn pack_util(&self) -> Option<u64> {
+        let util = |s: &Sample| s.util_avg.max(s.util_est);
+        let mut low: Vec<&Sample> = self.samples.iter().collect();
+        low.sort_by_key(|s| util(s));
+        let quarter = &low[..low.len() / 4];
+        if quarter.is_empty()
+            || 2 * quarter.iter().filter(|s| s.on_waker_cpu).count() <= quarter.len()
+        {
+            return None;
+        }
+        let right = |t: u64| {
+            self.samples
+                .iter()
+                .filter(|s| s.on_waker_cpu == (util(s) < t))
+                .count()
+        };
+        let mut cuts: Vec<u64> = self.samples.iter().map(|s| util(s) + 1).collect();
+        cuts.push(0);
+        cuts.sort_unstable();
+        cuts.dedup();
+        let best = cuts.iter().map(|&t| right(t)).max()?;
+        cuts.into_iter().find(|&t| right(t) == best)
+    }
+
+    /// Per band of the waker's utilization (`width` wide, from 0): the
+    /// band's low end, its wake-ups, and those that stayed on the waker's
+    /// CPU.
+    pub fn bands(&self, width: u64) -> Vec<(u64, usize, usize)> {
+        let mut out: Vec<(u64, usize, usize)> = Vec::new();
+        for s in &self.samples {
+            let low = s.util_avg.max(s.util_est) / width * width;
+            match out.iter_mut().find(|b| b.0 == low) {
+                Some(b) => {
+                    b.1 += 1;
+                    b.2 += s.on_waker_cpu as usize;
+                }
+                None => out.push((low, 1, s.on_waker_cpu as usize)),
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+fn affinity(cpus: &[usize]) -> Result<()> {
+    let mut set = rustix::thread::CpuSet::new();
+    for &c in cpus {
+        set.set(c);
+    }
+    rustix::thread::sched_setaffinity(None, &set)
+        .map_err(|e| Error::Environment(format!("cannot set a thread's CPUs to {cpus:?}: {e}")))
+}
+
+fn spin(ns: u64) {
+    let end = mono_ns() + ns;
+    while mono_ns() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// The calling thread's `util_avg` and `util_est` (0 where the kernel
+/// does not show them).
+fn own_util() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/thread-self/sched").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .and_then(|l| l.rsplit(':').next())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("se.avg.util_avg"), field("se.avg.util_est"))
+}
+
+/// How long both CPUs idle before each wake-up, and the waker spins
+/// after it, ns.
+const IDLE_NS: u64 = 2_000_000;
+const SPIN_AFTER_NS: u64 = 300_000;
+/// The waker's spins before each wake-up, ms: its duty from about 20 %
+/// to 80 %, so its `util_avg` crosses any threshold in between.
+pub const SPIN_LEVELS_MS: &[f64] = &[0.2, 1.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 8.0];
+/// Wake-ups at each level, and of them the first left out while the
+/// waker's `util_avg` settles (PELT's half-life is 32 ms).
+const ROUNDS: usize = 40;
+const SETTLE: usize = 15;
+
+/// Wakes, from CPU `a`, a thread that last ran on idle CPU `b` (two
+/// different online CPUs), [`ROUNDS`] times at each of `levels` (ms the
+/// waker spins before each wake-up). The pinning happens on threads of
+/// its own; the caller's CPUs stay as they were.
+pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
+    if a == b {
+        return Err(Error::Invalid(
+            "the placement probe needs two different CPUs".into(),
+        ));
+    }
+    let n = levels.len() * ROUNDS;
+    let go = Arc::new(AtomicBool::new(false));
+    let asleep = Arc::new(AtomicBool::new(false));
+    let landed = Arc::new(AtomicUsize::new(usize::MAX));
+    let stop = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| -> Result<Placement> {
+        let sleeper = {
+            let (go, asleep, landed, stop) =
+                (go.clone(), asleep.clone(), landed.clone(), stop.clone());
+            s.spawn(move || -> Result<()> {
+                for _ in 0..n {
+                    // Run on b, then allow both CPUs: b is the previous CPU.
+                    affinity(&[b])?;
+                    affinity(&[a, b])?;
+                    asleep.store(true, Ordering::Release);
+                    while !go.swap(false, Ordering::AcqRel) {
+                        if stop.load(Ordering::Acquire) {
+                            return Ok(());
+                        }
+                        std::thread::park();
+                    }
+                    let cpu = rustix::thread::sched_getcpu();
+                    landed.store(cpu, Ordering::Release);
+                }
+                Ok(())
+            })
+        };
+        let handle = sleeper.thread().clone();
+        let (go2, landed2) = (go.clone(), landed.clone());
+        let waker = s.spawn(move || -> Result<Placement> {
+            let (go, landed) = (go2, landed2);
+            affinity(&[a])?;
+            let mut p = Placement {
+                cpus: (a, b),
+                samples: Vec::new(),
+            };
+            for i in 0..n {
+                let t0 = mono_ns();
+                while !asleep.load(Ordering::Acquire) {
+                    if mono_ns() - t0 > 1_000_000_000 {
+                        return Err(Error::Measurement(
+                            "the placement probe's sleeper did not come back".into(),
+                        ));
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+                asleep.store(false, Ordering::Release);
+                landed.store(usize::MAX, Ordering::Release);
+                // b idles (the sleeper parked), a sleeps too, then is busy.
+                std::thread::sleep(std::time::Duration::from_nanos(IDLE_NS));
+                spin((levels[i / ROUNDS] * 1e6) as u64);
+                let (util_avg, util_est) = own_util();
+                go.store(true, Ordering::Release);
+                handle.unpark();
+                spin(SPIN_AFTER_NS);
+                let t1 = mono_ns();
+                let cpu = loop {
+                    let c = landed.load(Ordering::Acquire);
+                    if c != usize::MAX {
+                        break c;
+                    }
+                    if mono_ns() - t1 > 1_000_000_000 {
+                        return Err(Error::Measurement(
+                            "the placement probe's sleeper did not run".into(),
+                        ));
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                };
+                if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) {
+                    p.samples.push(Sample {
+                        util_avg,
+                        util_est,
+                        on_waker_cpu: cpu == a,
+                    });
+                }
+            }
+            Ok(p)
+        });
+        let p = waker
+            .join()
+            .map_err(|_| Error::Measurement("the placement probe's waker panicked".into()))?;
+        if p.is_err() {
+            // Let a sleeper parked for good end.
+            stop.store(true, Ordering::Release);
+            sleeper.thread().unpark();
+        }
+        let s = sleeper
+            .join()
+            .map_err(|_| Error::Measurement("the placement probe's sleeper panicked".into()));
+        let p = p?;
+        s??;
+        Ok(p)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(util_avg: u64, on_waker_cpu: bool) -> Sample {
+        Sample {
+            util_avg,
+            util_est: 0,
+            on_waker_cpu,
+        }
+    }
+
+    #[test]
+    fn the_threshold_splits_stayed_from_moved() {
+        let mut samples: Vec<Sample> = (0..40).map(|k| sample(100 + 15 * k, k < 25)).collect();
+        // Noise: one low wake-up that moved, one high that stayed.
+        samples.push(sample(150, false));
+        samples.push(sample(900, true));
+        let p = Placement {
+            cpus: (0, 1),
+            samples,
+        };
+        assert_eq!(p.pack_util(), Some(100 + 15 * 24 + 1));
+        let bands = p.bands(200);
+        // 100..199: seven that stayed and the low one that moved.
+        assert_eq!(bands[0], (0, 8, 7));
+        assert_eq!(bands.iter().map(|b| b.1).sum::<usize>(), 42);
+    }
+
+    #[test]
+    fn a_machine_that_spreads_wake_ups_does_not_pack() {
+        let p = Placement {
+            cpus: (0, 1),
+            samples: (0..40).map(|k| sample(100 + 15 * k, k % 10 == 0)).collect(),
+        };
+        assert_eq!(p.pack_util(), None);
+    }
+
+    /// On a machine with two CPUs every wake-up is seen to land, and the
+    /// caller's CPUs are left alone.
+    #[test]
+    fn the_probe_sees_each_wake_up_land() {
+        let before = rustix::thread::sched_getaffinity(None).unwrap();
+        let cpus: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&c| before.is_set(c))
+            .collect();
+        let [.., a, b] = cpus[..] else {
+            eprintln!("SKIP the_probe_sees_each_wake_up_land: needs two CPUs");
+            return;
+        };
+        if own_util() == (0, 0) {
+            eprintln!("SKIP the_probe_sees_each_wake_up_land: no se.avg.util_avg in /proc/thread-self/sched");
+            return;
+        }
+        let levels = [0.2, 5.0];
+        let p = measure(a, b, &levels).unwrap();
+        assert_eq!(p.samples.len(), (ROUNDS - SETTLE) * levels.len(), "{p:?}");
+        assert!(p.samples.iter().any(|s| s.util_avg > 0), "{p:?}");
+        assert_eq!(rustix::thread::sched_getaffinity(None).unwrap(), before);
+    }
+}

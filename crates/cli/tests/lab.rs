@@ -287,6 +287,9 @@ fn lab_placement_counts_each_wake_up_on_one_of_its_cpus() {
         first.iter().sum::<u64>() < last.iter().sum::<u64>(),
         "{utils:?}"
     );
+    let pulls = &v["pulls"];
+    assert!(pulls["pulled"].as_u64().unwrap() <= pulls["packed"].as_u64().unwrap());
+    assert!(pulls["packed"].as_u64().unwrap() <= 20);
     let bad = Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(["lab", "placement", "--cpus", "0,4095"])
         .output()

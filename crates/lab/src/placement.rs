@@ -16,8 +16,9 @@
 //! `sched_vcpu_pack=` on its command line and `vcpu_pack_room` among its
 //! symbols, no source at hand) keeps such a thread beside its waker
 //! while the waker's CPU has room, and the idle vCPU stays halted. The
-//! simulator does not model that yet; this measures it, so a model can be
-//! checked against it.
+//! simulator models that when a platform file gives `vcpu_pack_util`
+//! (`Fair::packs` in `corral-sim`); this measures it, and `corral lab
+//! validate` gives the simulated machine what it finds.
 //!
 //! The probe: a thread that last ran on CPU `b` sleeps; both CPUs idle
 //! 2 ms; a thread on CPU `a` spins for a while, reads its own `util_avg`
@@ -28,6 +29,12 @@
 //! threshold between. Upstream every wake-up lands on `b`. (Idle
 //! balancing could move a sleeper placed on `a` before it first runs,
 //! which would count it on `b`: the figure on `a` is a floor.)
+//!
+//! [`pulls`] then asks the balancing side: with both threads' utilization
+//! low (100 ms idle between rounds) the wake-up packs, and both spin
+//! 10 ms on `a` while `b` idles; the woken thread watches whether it is
+//! moved to `b`. Upstream the busy CPU's next tick kicks the idle one's
+//! balancing (`nohz_balancer_kick`: two tasks queued), which pulls it.
 
 use crate::error::{Error, Result};
 use crate::work::mono_ns;
@@ -257,6 +264,111 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
         let p = p?;
         s??;
         Ok(p)
+    })
+}
+
+/// Packed pairs left sharing a CPU: how many the idle CPU pulled.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Pulls {
+    /// Rounds in which the woken thread first ran beside its waker.
+    pub packed: usize,
+    /// Of them, those in which it moved to the idle CPU while both spun.
+    pub pulled: usize,
+    /// How long both spun, ns.
+    pub shared_ns: u64,
+}
+
+/// How long both CPUs idle before each round of [`pulls`] (long, so the
+/// threads' utilizations stay low and the wake-up packs), and how long
+/// the two threads then spin together, ns.
+const PULL_IDLE_NS: u64 = 100_000_000;
+const PULL_SHARED_NS: u64 = 10_000_000;
+
+/// Wakes, from CPU `a`, a thread that last ran on idle CPU `b`, `n` times
+/// (after 5 left out for the utilizations to settle); each time both
+/// spin [`PULL_SHARED_NS`] and the woken one watches its CPU. Upstream,
+/// a thread queued beside a running one while a CPU idles is pulled at
+/// the busy CPU's next tick (the nohz balancer kick); a packing guest
+/// leaves them. About `n` × 0.11 s.
+pub fn pulls(a: usize, b: usize, n: usize) -> Result<Pulls> {
+    if a == b {
+        return Err(Error::Invalid(
+            "the placement probe needs two different CPUs".into(),
+        ));
+    }
+    const SETTLE_ROUNDS: usize = 5;
+    let rounds = n + SETTLE_ROUNDS;
+    let go = Arc::new(AtomicBool::new(false));
+    let asleep = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| -> Result<Pulls> {
+        let sleeper = {
+            let (go, asleep, stop) = (go.clone(), asleep.clone(), stop.clone());
+            s.spawn(move || -> Result<Vec<(usize, bool)>> {
+                let mut out = Vec::new();
+                for _ in 0..rounds {
+                    affinity(&[b])?;
+                    affinity(&[a, b])?;
+                    asleep.store(true, Ordering::Release);
+                    while !go.swap(false, Ordering::AcqRel) {
+                        if stop.load(Ordering::Acquire) {
+                            return Ok(out);
+                        }
+                        std::thread::park();
+                    }
+                    let t0 = mono_ns();
+                    let first = rustix::thread::sched_getcpu();
+                    let mut moved = false;
+                    while mono_ns() - t0 < PULL_SHARED_NS {
+                        moved |= rustix::thread::sched_getcpu() != first;
+                    }
+                    out.push((first, moved));
+                }
+                Ok(out)
+            })
+        };
+        let handle = sleeper.thread().clone();
+        let (go2, asleep2) = (go.clone(), asleep.clone());
+        let waker = s.spawn(move || -> Result<()> {
+            let (go, asleep) = (go2, asleep2);
+            affinity(&[a])?;
+            for _ in 0..rounds {
+                let t0 = mono_ns();
+                while !asleep.load(Ordering::Acquire) {
+                    if mono_ns() - t0 > 1_000_000_000 {
+                        return Err(Error::Measurement(
+                            "the placement probe's sleeper did not come back".into(),
+                        ));
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+                asleep.store(false, Ordering::Release);
+                std::thread::sleep(std::time::Duration::from_nanos(PULL_IDLE_NS));
+                spin(SPIN_AFTER_NS);
+                go.store(true, Ordering::Release);
+                handle.unpark();
+                spin(PULL_SHARED_NS);
+            }
+            Ok(())
+        });
+        let w = waker
+            .join()
+            .map_err(|_| Error::Measurement("the placement probe's waker panicked".into()));
+        if !matches!(w, Ok(Ok(()))) {
+            stop.store(true, Ordering::Release);
+            sleeper.thread().unpark();
+        }
+        let out = sleeper
+            .join()
+            .map_err(|_| Error::Measurement("the placement probe's sleeper panicked".into()))??;
+        w??;
+        let kept = &out[SETTLE_ROUNDS.min(out.len())..];
+        let packed: Vec<_> = kept.iter().filter(|(first, _)| *first == a).collect();
+        Ok(Pulls {
+            packed: packed.len(),
+            pulled: packed.iter().filter(|(_, moved)| *moved).count(),
+            shared_ns: PULL_SHARED_NS,
+        })
     })
 }
 

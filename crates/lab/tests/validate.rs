@@ -35,6 +35,7 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
         procfs: paths.procfs.clone(),
         stop: Arc::new(AtomicBool::new(false)),
         costs: None,
+        vcpu_pack_util: None,
         runs: 1,
         others: true,
     };

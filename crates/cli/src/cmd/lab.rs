@@ -804,8 +804,29 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
     } else {
         None
     };
+    // Where this kernel puts a thread woken by a busy CPU: the simulated
+    // machine packs wake-ups as this one does.
+    let vcpu_pack_util = match two_cpus(paths, None) {
+        Ok((a, b)) => {
+            eprintln!("corral lab validate: wake-up placement (as corral lab placement)");
+            let p = corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS)?;
+            let u = p.pack_util();
+            let (n, stayed) = p.counts();
+            match u {
+                Some(u) => eprintln!(
+                    "corral lab validate: {stayed} of {n} wake-ups stayed beside their busy waker: this kernel packs them under util {u}"
+                ),
+                None => eprintln!(
+                    "corral lab validate: {stayed} of {n} wake-ups stayed beside their busy waker: placed as upstream"
+                ),
+            }
+            u
+        }
+        Err(_) => None,
+    };
     let opts = validate::Options {
         costs,
+        vcpu_pack_util,
         seconds: args.seconds as u64,
         runs: args.runs as usize,
         others: !args.no_others,
@@ -833,11 +854,15 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         m.timer_slack_ns
     );
     println!(
-        "simulated: {} on {} CPUs of capacity {}, HZ {}, ticks where the live run had them; same workload JSON; {} s each, first {:.0} s left out on both sides; {} each case, figures their medians",
+        "simulated: {} on {} CPUs of capacity {}, HZ {}, ticks where the live run had them{}; same workload JSON; {} s each, first {:.0} s left out on both sides; {} each case, figures their medians",
         r.sim.kernel,
         r.sim.cpus,
         r.sim.capacity,
         r.sim.hz,
+        match r.sim.vcpu_pack_util {
+            Some(u) => format!(", wake-ups packed onto busy CPUs under util {u} as measured here"),
+            None => String::new(),
+        },
         r.seconds,
         r.warmup_s,
         corral_core::words::count(args.runs as usize, "run", "runs")
@@ -1430,10 +1455,13 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
         levels.len()
     );
     let p = corral_lab::placement::measure(a, b, levels)?;
+    eprintln!("corral lab placement: then 20 packed pairs, each sharing CPU {a} for 10 ms while CPU {b} idles");
+    let pulls = corral_lab::placement::pulls(a, b, 20)?;
     if args.json {
         let v = serde_json::json!({
             "placement": p,
             "pack_util": p.pack_util(),
+            "pulls": pulls,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -1456,9 +1484,15 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
     }
     print!("{}", t.render());
     println!("in all: {stayed} of {n} stayed beside their waker");
+    println!(
+        "of {} wake-ups that stayed beside a waker of low utilization, {} were pulled to idle CPU {b} while both spun {} ms on CPU {a} (upstream: pulled at the next tick)",
+        pulls.packed,
+        pulls.pulled,
+        pulls.shared_ns / 1_000_000
+    );
     match p.pack_util() {
         Some(u) => println!(
-            "this kernel packs wake-ups: a woken thread stays on its waker's busy CPU while that CPU's utilization is under {u}, though its previous CPU idles (upstream Linux takes the idle CPU)"
+            "this kernel packs wake-ups: a woken thread stays on its waker's busy CPU while that CPU's utilization is under {u}, though its previous CPU idles (upstream Linux takes the idle CPU); for corral sim, a platform file's line:\nvcpu_pack_util = {u}"
         ),
         None => println!(
             "this kernel places a woken thread on its idle previous CPU, as upstream Linux does"

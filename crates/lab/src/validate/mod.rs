@@ -257,6 +257,9 @@ pub struct Options {
     pub stop: Arc<AtomicBool>,
     /// Costs for the simulated machine, measured here (`--costs`).
     pub costs: Option<crate::costs::Costs>,
+    /// This kernel's wake-up packing ([`crate::placement`]), measured
+    /// here: the simulated machine's `vcpu_pack_util`.
+    pub vcpu_pack_util: Option<u64>,
     /// Runs of each case; its figures are their medians.
     pub runs: usize,
     /// Trace the machine's other threads during each live run and replay
@@ -297,6 +300,9 @@ pub struct SimInfo {
     /// rt-app's ([`MachineInfo::timer_slack_ns`]); none for RT threads,
     /// on both sides.
     pub timer_slack_ns: u64,
+    /// The platform's `vcpu_pack_util`: measured here, this kernel packs
+    /// wake-ups onto busy CPUs under it ([`crate::placement`]).
+    pub vcpu_pack_util: Option<u64>,
 }
 
 /// The loop speed measured before a case and the calibration rt-app got.
@@ -450,6 +456,7 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
         hz: machine.hz.unwrap_or(250),
         costs: o.costs,
         timer_slack_ns: machine.timer_slack_ns,
+        vcpu_pack_util: o.vcpu_pack_util,
     };
     let (base, temporary) = match &o.keep {
         Some(d) => (d.clone(), false),

@@ -42,6 +42,9 @@ pub(super) fn platform_toml(
         sim.timer_slack_ns as f64 / 1000.0,
         vec![sim.capacity.to_string(); sim.cpus].join(", ")
     );
+    if let Some(u) = sim.vcpu_pack_util {
+        let _ = writeln!(t, "vcpu_pack_util = {u}");
+    }
     if let Some(c) = sim.costs {
         t.push_str(&c.toml());
     }

@@ -53,13 +53,12 @@ impl Measure {
                  side and has one to itself on the other, its share differs"
             }
             Measure::WakeupP50 | Measure::ResponseP50 => {
-                "wake-up placement (wake_affine, select_idle_sibling) is upstream Linux's: a \
-                 thread whose previous CPU idles goes there. This machine's kernel packs \
-                 wake-ups instead: a thread woken by a busy CPU stays beside its waker while \
-                 that CPU's utilization is under about 707, though its previous CPU idles \
-                 (`corral lab placement`; traced on mp3-short: 905 of 909 such wake-ups \
-                 stayed), so live it waits or preempts where the model runs it at once; the \
-                 scheduler's own work costs nothing unless --costs gives it"
+                "this machine's kernel packs wake-ups: a thread woken by a busy CPU stays \
+                 beside its waker while that CPU has room, though its previous CPU idles \
+                 (traced on mp3-short: 905 of 909 such wake-ups stayed). The model packs by a \
+                 rule read off probes (`corral lab placement`, measured before the cases), not \
+                 the vendor's source: where the rule sits and what else it changes is a \
+                 guess; the scheduler's own work costs nothing unless --costs gives it"
             }
             Measure::WakeupP99 | Measure::ResponseP99 => {
                 "the tick is the only interrupt modelled. The machine's other threads \
@@ -76,8 +75,9 @@ impl Measure {
                  placement does not make"
             }
             Measure::Migrations => {
-                "this machine's kernel packs wake-ups onto the waker's busy CPU where the \
-                 model takes an idle one (see wake-up latency p50); the model's balancer has one domain level and active balancing only for misfit \
+                "this machine's kernel packs wake-ups onto the waker's busy CPU and its idle \
+                 CPUs leave them there, modelled by a rule read off probes (see wake-up \
+                 latency p50); the model's balancer has one domain level and active balancing only for misfit \
                  tasks, and its \
                  new-idle pulls wait for avg_idle >= 0.5 ms (the kernel's gate before 5.16; \
                  today's, the longest recent new-idle balance, cannot be read here); with \

@@ -6,6 +6,9 @@
 //! hz = 250                              # CONFIG_HZ
 //! tick_phase = "2ms"                    # first tick (default: half a tick in)
 //! timer_slack = "50us"                  # timer_slack_ns of normal tasks' sleeps
+//! vcpu_pack_util = 715                  # a guest kernel that packs work onto
+//!                                       # busy vCPUs under this utilization
+//!                                       # (`corral lab placement` measures it)
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
 //! offline = [2, 3]                      # CPUs offline at the start
@@ -71,6 +74,7 @@ struct File {
     hz: Option<u32>,
     tick_phase: Option<String>,
     timer_slack: Option<String>,
+    vcpu_pack_util: Option<u64>,
     cpus: Option<usize>,
     capacities: Option<Vec<u32>>,
     #[serde(default)]
@@ -188,6 +192,12 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             )
         })?,
     };
+    if let Some(u) = f.vcpu_pack_util.filter(|&u| u > 1024) {
+        return Err(at(
+            "vcpu_pack_util",
+            format!("{u} is over a CPU's capacity (1024)"),
+        ));
+    }
     let kernel = match &f.kernel {
         Some(k) => Some(
             k.parse::<crate::models::Model>()
@@ -223,6 +233,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             hz,
             tick_phase,
             timer_slack,
+            vcpu_pack_util: f.vcpu_pack_util,
             hotplug,
             offline: f.offline,
             governor,
@@ -603,6 +614,21 @@ quota_us = 50000
                 max_ms: Some(90),
                 on_wake: false,
             }]
+        );
+    }
+
+    #[test]
+    fn a_packing_guest_s_threshold_is_read_and_kept_under_a_cpu() {
+        let p = parse("cpus = 2\nvcpu_pack_util = 715\n", "p.toml").unwrap();
+        assert_eq!(p.platform.vcpu_pack_util, Some(715));
+        let p = parse("cpus = 2\n", "p.toml").unwrap();
+        assert_eq!(p.platform.vcpu_pack_util, None);
+        let e = parse("cpus = 2\nvcpu_pack_util = 2048\n", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "p.toml:2: vcpu_pack_util: 2048 is over a CPU's capacity (1024)"
         );
     }
 

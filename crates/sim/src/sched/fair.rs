@@ -91,6 +91,9 @@
 //! Not modelled (XXX): the PICK_BUDDY `next` buddy a sleeping task leaves its
 //! group, 6.18's task-based bandwidth throttling (tasks leave at the return to user space; here the group
 //! entity leaves at once, as before 6.18).
+//! Not upstream (XXX): a guest kernel that packs wake-ups onto busy vCPUs
+//! (a platform's `vcpu_pack_util`, this machine's vendor kernel), by a
+//! rule read off live threads ([`Fair::packs`]).
 //!
 //! Both: SCHED_IDLE curr is preempted by any non-idle wake-up; woken
 //! SCHED_BATCH and SCHED_IDLE tasks never preempt.
@@ -318,6 +321,8 @@ pub struct Fair {
     /// An active balance asked by the last balance: (task, from, to)
     /// (`stop_one_cpu_nowait(active_load_balance_cpu_fn)`).
     active_push: Option<(TaskId, usize, usize)>,
+    /// The platform's `vcpu_pack_util` (see [`Fair::packs`]).
+    vcpu_pack_util: Option<u64>,
     /// `rq->misfit_task_load` per CPU, with the task it was taken for
     /// (it holds while that task runs there).
     misfit: Vec<Option<(TaskId, u64)>>,
@@ -377,6 +382,7 @@ impl Fair {
             nr_idle_scan: ncpus,
             asym_cpucap: None,
             active_push: None,
+            vcpu_pack_util: None,
             misfit: vec![None; ncpus],
             online: vec![true; ncpus],
             avg_idle: vec![2 * MIGRATION_COST_NS; ncpus],
@@ -1508,6 +1514,37 @@ impl Fair {
         self.h_nr_runnable(cpu) == 0 && self.running[cpu].is_none()
     }
 
+    /// XXX: not upstream. A guest kernel that packs work onto busy vCPUs
+    /// — this machine's: a vendor build with `sched_vcpu_pack=` on its
+    /// command line and `vcpu_pack_room` among its symbols, source not at
+    /// hand — keeps the idle vCPUs halted while a busy one has room:
+    ///
+    /// ```text
+    /// room(cpu, util) = cpu_util(cpu) + util < vcpu_pack_util
+    /// ```
+    ///
+    /// - a wake-up done on a busy CPU with room for the woken task's
+    ///   `task_util_est` stays there, though its previous CPU idles
+    ///   ([`Fair::select_task_rq_wake`]);
+    /// - an idle CPU does not pull from a CPU with room
+    ///   ([`Fair::sched_balance_rq`]).
+    ///
+    /// Read off live threads, not source. `corral lab placement`: a
+    /// thread woken from a busy CPU stays there while the waker's
+    /// utilization (`max(util_avg, util_est)`, the wakee's near 0) is
+    /// under 702-709, and goes to its idle previous CPU above; of packed
+    /// pairs left sharing a CPU 10 ms at low utilization, 2 of 18 were
+    /// pulled to the idle CPU, where upstream's nohz kick pulls at the
+    /// next tick. A probe that also varied the wakee's utilization (400
+    /// wake-ups, written for this and not kept) split them best at waker's
+    /// plus wakee's ~715 (233 of 240 on the right side), hence the sum.
+    /// Where the rule sits in the kernel's paths, and what it does on
+    /// more than one LLC, is not known.
+    fn packs(&self, cpu: usize, util: u64, pelt: &Pelt) -> bool {
+        self.vcpu_pack_util
+            .is_some_and(|limit| pelt.cpu_util(cpu) + util < limit)
+    }
+
     /// `record_wakee`: `waker` woke `wakee`; its flips halve once a
     /// second has passed since they last did.
     fn record_wakee(&mut self, waker: TaskId, wakee: TaskId, now: Ns) {
@@ -1790,6 +1827,12 @@ impl Fair {
             self.record_wakee(w, t, wake.now);
             want_affine &= !self.wake_wide(t, w);
         }
+        if let Some(pelt) = wake.pelt {
+            let util = pelt.avg(t).task_util_est();
+            if want_affine && !self.idle_cpu(this) && self.packs(this, util, pelt) {
+                return this;
+            }
+        }
         let target = if want_affine && this != prev {
             self.wake_affine(t, this, prev, wake)
         } else {
@@ -2015,6 +2058,11 @@ impl Fair {
         let Some((src, b)) = busiest else {
             return balanced(self);
         };
+        // XXX: not upstream (see `Fair::packs`): an idle CPU leaves a
+        // busy one with room alone.
+        if idle && self.packs(src, 0, pelt) {
+            return balanced(self);
+        }
         let domain_avg = total_load * 1024 / total_capacity.max(1);
         // A misfit task is dealt with whatever the loads
         // (`calculate_imbalance`: migrate_misfit, imbalance 1).
@@ -2751,6 +2799,13 @@ impl SchedClass for Fair {
         self.active_push.take()
     }
 
+    /// The EEVDF era only: the CFS-era kernels had no such patch.
+    fn set_vcpu_pack_util(&mut self, limit: Option<u64>) {
+        if self.flavour == Flavour::Eevdf {
+            self.vcpu_pack_util = limit;
+        }
+    }
+
     /// EEVDF era, asymmetric capacities: [`Fair::misfit_task_load`] of
     /// the task running on `cpu`, kept for the balancer.
     fn update_misfit_status(
@@ -3269,6 +3324,56 @@ mod tests {
         assert!(h
             .sched_balance_rq(0, 300_000_000, true, &all, &r)
             .is_empty());
+    }
+
+    /// `Fair::packs` at a wake-up: a packing guest keeps the wakee beside
+    /// its busy waker while the waker's CPU has room, though prev idles.
+    #[test]
+    fn a_packing_guest_keeps_a_wake_up_beside_its_busy_waker_while_there_is_room() {
+        // CPU 1 runs the waker flat out (util 1024); task 9's prev, CPU 0,
+        // idles.
+        let (mut f, mut p, waker) = wake_setup(&[0, 1]);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0, "upstream");
+        f.set_vcpu_pack_util(Some(715));
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0, "no room at 1024");
+        // CPU 1 idles 100 ms (its utilization decays to ~120): room.
+        p.rq_sync(1, 300_000_000, 0, 0, false);
+        p.rq_sync(1, 400_000_000, 0, 0, false);
+        assert!(p.cpu_util(1) < 200, "{}", p.cpu_util(1));
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 1, "packed");
+        // Upstream again: the idle prev.
+        f.set_vcpu_pack_util(None);
+        assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0);
+        // A CFS-era kernel never packs.
+        let mut g = Fair::cfs(2);
+        g.set_vcpu_pack_util(Some(715));
+        assert_eq!(g.vcpu_pack_util, None);
+    }
+
+    /// `Fair::packs` at balancing: an idle CPU of a packing guest leaves
+    /// a busy CPU with room alone, and pulls from one without.
+    #[test]
+    fn a_packing_guest_s_idle_cpu_pulls_only_from_a_cpu_without_room() {
+        let all = |_: TaskId, _: usize| true;
+        for newidle in [true, false] {
+            // CPU 1 runs one task and queues two; CPU 0 idles.
+            let (mut f, mut p, _) = wake_setup(&[0, 3]);
+            f.set_vcpu_pack_util(Some(715));
+            let moved = f.sched_balance_rq(0, 300_000_000, newidle, &all, &p);
+            assert_eq!(moved.len(), 1, "util 1024: {moved:?}");
+            // CPU 1's utilization as if it had idled 100 ms (~120):
+            // upstream pulls, a packing guest does not.
+            p.rq_sync(1, 300_000_000, 0, 0, false);
+            p.rq_sync(1, 400_000_000, 0, 0, false);
+            let (mut g, _, _) = wake_setup(&[0, 3]);
+            let moved = g.sched_balance_rq(0, 400_000_000, newidle, &all, &p);
+            assert_eq!(moved.len(), 1, "upstream: {moved:?}");
+            let (mut f, _, _) = wake_setup(&[0, 3]);
+            f.set_vcpu_pack_util(Some(715));
+            assert!(f
+                .sched_balance_rq(0, 400_000_000, newidle, &all, &p)
+                .is_empty());
+        }
     }
 
     #[test]

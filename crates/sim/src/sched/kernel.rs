@@ -294,6 +294,11 @@ pub trait SchedClass {
         let _ = (cpu, now, idle, allowed, pelt);
         Vec::new()
     }
+    /// A guest kernel that packs work onto busy vCPUs (the platform's
+    /// `vcpu_pack_util`): models of kernels that cannot have it ignore it.
+    fn set_vcpu_pack_util(&mut self, limit: Option<u64>) {
+        let _ = limit;
+    }
     /// The active balance the last [`SchedClass::balance`] asked for, if
     /// any: (running task, its CPU, the CPU to push it to) — the
     /// balancer could not detach a running task and the kernel's stopper
@@ -423,6 +428,9 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     }
     fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
         (**self).take_active_balance()
+    }
+    fn set_vcpu_pack_util(&mut self, limit: Option<u64>) {
+        (**self).set_vcpu_pack_util(limit)
     }
     fn update_misfit_status(
         &mut self,

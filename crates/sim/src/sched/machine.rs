@@ -53,6 +53,12 @@ pub struct Platform {
     /// it. XXX: their kernels (2.4, O(1)) slept on jiffies, with no
     /// hrtimer (2.6.16): their sleeps here end on time.
     pub timer_slack: Ns,
+    /// A guest kernel that packs work onto busy vCPUs: a CPU whose
+    /// utilization with the woken task's stays under this keeps the
+    /// wake-ups it makes, and idle CPUs do not pull from it (`None`,
+    /// upstream Linux, by default; `corral lab placement` measures it).
+    /// See [`SchedClass::set_vcpu_pack_util`].
+    pub vcpu_pack_util: Option<u64>,
 }
 
 /// `init_task.timer_slack_ns`: every process inherits it over fork
@@ -140,6 +146,7 @@ impl Platform {
             hz: 250,
             tick_phase: 0,
             timer_slack: TIMER_SLACK_NS,
+            vcpu_pack_util: None,
             hotplug: Vec::new(),
             offline: Vec::new(),
             governor: None,
@@ -624,6 +631,7 @@ impl<K: SchedClass> Machine<K> {
         if ncpus == 0 {
             return Err(Error::Invalid("a platform needs at least one CPU".into()));
         }
+        k.set_vcpu_pack_util(platform.vcpu_pack_util);
         let (ids, names) = resource_ids(&work);
         let nnames = names.len().max(1);
         let (mut tasks, barrier_users) = Self::tasks(&work, &mut k, ncpus, &names, nnames)?;

@@ -608,12 +608,13 @@ pub enum LabCommand {
     Costs(CostsArgs),
     /// Where this kernel puts a thread woken by a busy CPU while the
     /// thread's previous CPU idles: a thread on CPU A, busier step by step
-    /// (its duty 10 % to 80 %), wakes one that last ran on idle CPU B, 250
-    /// times. Upstream Linux puts every one on B; a guest kernel that
-    /// packs wake-ups onto busy vCPUs keeps them on A while A's
-    /// utilization is under a threshold, which this prints (a platform
-    /// file's `vcpu_pack_util`). Then whether the idle CPU pulls a packed
-    /// thread while both spin 10 ms. No root; two CPUs; about 6 s.
+    /// (its duty 20 % to 80 %), wakes one that last ran on idle CPU B (400
+    /// times, 250 kept). Upstream Linux puts every one on B; a guest kernel
+    /// that packs wake-ups onto busy vCPUs keeps them on A while A's
+    /// utilization and the wakee's sum under a threshold, which this
+    /// prints (a platform file's `vcpu_pack_util`). Then whether the idle
+    /// CPU pulls a packed thread while both spin 10 ms. No root; two CPUs;
+    /// about 6 s.
     Placement(CostsArgs),
     /// A real workload, the kernel alone against corral: a parallel cargo
     /// build of this workspace (offline, fresh target directory) with

@@ -210,7 +210,14 @@ fn sim_charts_the_first_runs_and_refuses_flags_it_would_ignore() {
     )
     .unwrap();
     let pinned = pinned.to_str().unwrap().to_string();
+    let packing = dir.path().join("packing.toml");
+    std::fs::write(&packing, "cpus = 2\nvcpu_pack_util = 705\n").unwrap();
+    let packing = packing.to_str().unwrap().to_string();
     for (args, want) in [
+        (
+            vec!["sim", w, "--platform", &packing, "--kernel", "cfs"],
+            "vcpu_pack_util = 705 packs wake-ups as a 6.x guest kernel does; the cfs model has no such rule",
+        ),
         (vec!["sim", w, "--svg-window", "0..10ms"], "--svg"),
         (
             vec!["sim", w, "--svg", "/dev/null", "--svg-window", "5s..6s"],

@@ -23,10 +23,12 @@
 //! The probe: a thread that last ran on CPU `b` sleeps; both CPUs idle
 //! 2 ms; a thread on CPU `a` spins for a while, reads its own `util_avg`
 //! and `util_est` (`/proc/thread-self/sched`), wakes the sleeper (a futex
-//! wake, not WF_SYNC) and spins 300 µs more. The sleeper reads the CPU it
-//! runs on first (`sched_getcpu`). The waker's spin grows level by level,
-//! its duty from about 10 % to 80 %, so its utilization crosses any
-//! threshold between. Upstream every wake-up lands on `b`. (Idle
+//! wake, not WF_SYNC) and spins 300 µs more. The sleeper, which read its
+//! own before it slept, reads the CPU it runs on first (`sched_getcpu`).
+//! The waker's spin grows level by level, its duty from about 20 % to
+//! 80 %, so the two utilizations' sum crosses any threshold between: 40
+//! wake-ups a level, the first 15 left out while PELT settles, 250
+//! kept. Upstream every wake-up lands on `b`. (Idle
 //! balancing could move a sleeper placed on `a` before it first runs,
 //! which would count it on `b`: the figure on `a` is a floor.)
 //!
@@ -49,6 +51,9 @@ pub struct Sample {
     /// sleeper (`/proc/thread-self/sched`).
     pub util_avg: u64,
     pub util_est: u64,
+    /// The sleeper's own, read just before it slept.
+    pub wakee_util_avg: u64,
+    pub wakee_util_est: u64,
     /// Whether the sleeper ran first on the waker's busy CPU (else on its
     /// previous, idle one).
     pub on_waker_cpu: bool,
@@ -63,6 +68,15 @@ pub struct Placement {
     pub samples: Vec<Sample>,
 }
 
+impl Sample {
+    /// What the room is judged on: the waker's CPU's utilization (its
+    /// only task, the waker) and the wakee's, each `max(util_avg,
+    /// util_est)` as `cpu_util` and `task_util_est` take them.
+    pub fn util(&self) -> u64 {
+        self.util_avg.max(self.util_est) + self.wakee_util_avg.max(self.wakee_util_est)
+    }
+}
+
 impl Placement {
     /// Wake-ups made, and those that stayed on the waker's busy CPU.
     pub fn counts(&self) -> (usize, usize) {
@@ -70,22 +84,30 @@ impl Placement {
         (self.samples.len(), on)
     }
 
-    /// The waker's utilization from which wake-ups go to the idle CPU:
-    /// the `t` that best splits the samples into "stayed, util < t" and
-    /// "went to the idle CPU, util ≥ t" (most samples on the right side;
-    /// the lowest such `t`). `None` when wake-ups at the lowest duty did
-    /// not mostly stay: this machine does not pack wake-ups, it places
-    /// them on an idle CPU as upstream Linux does.
+    /// The utilization, waker's and wakee's together, from which
+    /// wake-ups go to the idle CPU: the `t` that best splits the samples
+    /// into "stayed, util < t" and "went to the idle CPU, util ≥ t" (most
+    /// samples on the right side; the lowest such `t`), at most 1024.
+    /// `None` when the samples cannot say: no utilization was read (a
+    /// kernel without `se.avg.util_avg` in `/proc/PID/sched`), wake-ups
+    /// at the lowest quarter of utilizations did not mostly stay (this
+    /// kernel places them on the idle CPU, as upstream Linux does), or
+    /// those at the highest quarter did not mostly go (the threshold lies
+    /// above what the probe reaches).
     pub fn pack_util(&self) -> Option<u64> {
-        let util = |s: &Sample| s.util_avg.max(s.util_est);
-        let mut low: Vec<&Sample> = self.samples.iter().collect();
-        low.sort_by_key(|s| util(s));
-        let quarter = &low[..low.len() / 4];
-        if quarter.is_empty()
-            || 2 * quarter.iter().filter(|s| s.on_waker_cpu).count() <= quarter.len()
+        let mut sorted: Vec<&Sample> = self.samples.iter().collect();
+        sorted.sort_by_key(|s| s.util());
+        let quarter = sorted.len() / 4;
+        let (low, high) = (&sorted[..quarter], &sorted[sorted.len() - quarter..]);
+        let stayed = |q: &[&Sample]| q.iter().filter(|s| s.on_waker_cpu).count();
+        if quarter == 0
+            || self.samples.iter().all(|s| s.util_avg == 0)
+            || 2 * stayed(low) <= low.len()
+            || 2 * stayed(high) >= high.len()
         {
             return None;
         }
+        let util = |s: &Sample| s.util();
         let right = |t: u64| {
             self.samples
                 .iter()
@@ -97,16 +119,18 @@ impl Placement {
         cuts.sort_unstable();
         cuts.dedup();
         let best = cuts.iter().map(|&t| right(t)).max()?;
-        cuts.into_iter().find(|&t| right(t) == best)
+        cuts.into_iter()
+            .find(|&t| right(t) == best)
+            .map(|t| t.min(1024))
     }
 
-    /// Per band of the waker's utilization (`width` wide, from 0): the
+    /// Per band of the utilization, waker's and wakee's (`width` wide, from 0): the
     /// band's low end, its wake-ups, and those that stayed on the waker's
     /// CPU.
     pub fn bands(&self, width: u64) -> Vec<(u64, usize, usize)> {
         let mut out: Vec<(u64, usize, usize)> = Vec::new();
         for s in &self.samples {
-            let low = s.util_avg.max(s.util_est) / width * width;
+            let low = s.util() / width * width;
             match out.iter_mut().find(|b| b.0 == low) {
                 Some(b) => {
                     b.1 += 1;
@@ -177,15 +201,22 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
     let asleep = Arc::new(AtomicBool::new(false));
     let landed = Arc::new(AtomicUsize::new(usize::MAX));
     let stop = Arc::new(AtomicBool::new(false));
+    let wakee_util = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
     std::thread::scope(|s| -> Result<Placement> {
         let sleeper = {
-            let (go, asleep, landed, stop) =
-                (go.clone(), asleep.clone(), landed.clone(), stop.clone());
+            let (go, asleep, landed, stop, wakee_util) = (
+                go.clone(),
+                asleep.clone(),
+                landed.clone(),
+                stop.clone(),
+                wakee_util.clone(),
+            );
             s.spawn(move || -> Result<()> {
                 for _ in 0..n {
                     // Run on b, then allow both CPUs: b is the previous CPU.
                     affinity(&[b])?;
                     affinity(&[a, b])?;
+                    *wakee_util.lock().unwrap_or_else(|e| e.into_inner()) = own_util();
                     asleep.store(true, Ordering::Release);
                     while !go.swap(false, Ordering::AcqRel) {
                         if stop.load(Ordering::Acquire) {
@@ -200,9 +231,9 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
             })
         };
         let handle = sleeper.thread().clone();
-        let (go2, landed2) = (go.clone(), landed.clone());
+        let (go2, landed2, wakee_util2) = (go.clone(), landed.clone(), wakee_util.clone());
         let waker = s.spawn(move || -> Result<Placement> {
-            let (go, landed) = (go2, landed2);
+            let (go, landed, wakee_util) = (go2, landed2, wakee_util2);
             affinity(&[a])?;
             let mut p = Placement {
                 cpus: (a, b),
@@ -241,9 +272,13 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 };
                 if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) {
+                    let (wakee_util_avg, wakee_util_est) =
+                        *wakee_util.lock().unwrap_or_else(|e| e.into_inner());
                     p.samples.push(Sample {
                         util_avg,
                         util_est,
+                        wakee_util_avg,
+                        wakee_util_est,
                         on_waker_cpu: cpu == a,
                     });
                 }
@@ -252,8 +287,8 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
         });
         let p = waker
             .join()
-            .map_err(|_| Error::Measurement("the placement probe's waker panicked".into()))?;
-        if p.is_err() {
+            .map_err(|_| Error::Measurement("the placement probe's waker panicked".into()));
+        if !matches!(p, Ok(Ok(_))) {
             // Let a sleeper parked for good end.
             stop.store(true, Ordering::Release);
             sleeper.thread().unpark();
@@ -261,9 +296,10 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
         let s = sleeper
             .join()
             .map_err(|_| Error::Measurement("the placement probe's sleeper panicked".into()));
-        let p = p?;
+        // The sleeper's error first: the waker's ("did not come back")
+        // follows from it.
         s??;
-        Ok(p)
+        p?
     })
 }
 
@@ -289,7 +325,7 @@ const PULL_SHARED_NS: u64 = 10_000_000;
 /// spin [`PULL_SHARED_NS`] and the woken one watches its CPU. Upstream,
 /// a thread queued beside a running one while a CPU idles is pulled at
 /// the busy CPU's next tick (the nohz balancer kick); a packing guest
-/// leaves them. About `n` × 0.11 s.
+/// leaves them. About (`n` + 5) × 0.11 s.
 pub fn pulls(a: usize, b: usize, n: usize) -> Result<Pulls> {
     if a == b {
         return Err(Error::Invalid(
@@ -380,6 +416,8 @@ mod tests {
         Sample {
             util_avg,
             util_est: 0,
+            wakee_util_avg: 0,
+            wakee_util_est: 0,
             on_waker_cpu,
         }
     }
@@ -399,6 +437,34 @@ mod tests {
         // 100..199: seven that stayed and the low one that moved.
         assert_eq!(bands[0], (0, 8, 7));
         assert_eq!(bands.iter().map(|b| b.1).sum::<usize>(), 42);
+    }
+
+    #[test]
+    fn samples_that_cannot_say_give_no_threshold() {
+        // No utilization read at all.
+        let p = Placement {
+            cpus: (0, 1),
+            samples: (0..40).map(|k| sample(0, k < 25)).collect(),
+        };
+        assert_eq!(p.pack_util(), None);
+        // Every wake-up stayed: the threshold is above what was reached.
+        let p = Placement {
+            cpus: (0, 1),
+            samples: (0..40).map(|k| sample(100 + 15 * k, true)).collect(),
+        };
+        assert_eq!(p.pack_util(), None);
+        // The wakee's utilization counts: the same split, 100 higher.
+        let samples = (0..40)
+            .map(|k| Sample {
+                wakee_util_est: 100,
+                ..sample(100 + 15 * k, k < 25)
+            })
+            .collect();
+        let p = Placement {
+            cpus: (0, 1),
+            samples,
+        };
+        assert_eq!(p.pack_util(), Some(200 + 15 * 24 + 1));
     }
 
     #[test]

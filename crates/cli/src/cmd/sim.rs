@@ -227,6 +227,12 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
             off.join(", ")
         );
     }
+    if let Some(u) = spec.platform.vcpu_pack_util {
+        anyhow::ensure!(
+            kernel == Model::Fair(Flavour::Eevdf),
+            "the platform file's vcpu_pack_util = {u} packs wake-ups as a 6.x guest kernel does; the {kernel} model has no such rule (only eevdf does)"
+        );
+    }
     let Some(flavour) = kernel.flavour() else {
         if args.compare {
             return Err(super::whatif::unsupported(&kernel.to_string()));

@@ -198,6 +198,14 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             format!("{u} is over a CPU's capacity (1024)"),
         ));
     }
+    if f.vcpu_pack_util.is_some() && capacities.iter().any(|&c| c != capacities[0]) {
+        // The rule was read off a guest of equal vCPUs; on unequal ones
+        // it would keep a misfit task off the bigger CPU.
+        return Err(at(
+            "vcpu_pack_util",
+            "packing is known on CPUs of one capacity only; these differ".into(),
+        ));
+    }
     let kernel = match &f.kernel {
         Some(k) => Some(
             k.parse::<crate::models::Model>()
@@ -629,6 +637,13 @@ quota_us = 50000
         assert_eq!(
             e,
             "p.toml:2: vcpu_pack_util: 2048 is over a CPU's capacity (1024)"
+        );
+        let e = parse("capacities = [1024, 446]\nvcpu_pack_util = 700\n", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "p.toml:2: vcpu_pack_util: packing is known on CPUs of one capacity only; these differ"
         );
     }
 

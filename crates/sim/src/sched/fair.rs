@@ -1523,23 +1523,25 @@ impl Fair {
     /// room(cpu, util) = cpu_util(cpu) + util < vcpu_pack_util
     /// ```
     ///
-    /// - a wake-up done on a busy CPU with room for the woken task's
-    ///   `task_util_est` stays there, though its previous CPU idles
-    ///   ([`Fair::select_task_rq_wake`]);
+    /// - a task woken by a task running on a CPU with room for the woken
+    ///   one's `task_util_est` stays on the waker's CPU, though its
+    ///   previous CPU idles ([`Fair::select_task_rq_wake`]; on mp3-short,
+    ///   traced, 905 of 909 such wake-ups with the other CPU idle stayed,
+    ///   whether prev was the waker's CPU or the idle one). A timer's
+    ///   wake-up (no waker) was not measured and is placed as upstream;
     /// - an idle CPU does not pull from a CPU with room
     ///   ([`Fair::sched_balance_rq`]).
     ///
     /// Read off live threads, not source. `corral lab placement`: a
-    /// thread woken from a busy CPU stays there while the waker's
-    /// utilization (`max(util_avg, util_est)`, the wakee's near 0) is
-    /// under 702-709, and goes to its idle previous CPU above; of packed
-    /// pairs left sharing a CPU 10 ms at low utilization, 2 of 18 were
-    /// pulled to the idle CPU, where upstream's nohz kick pulls at the
-    /// next tick. A probe that also varied the wakee's utilization (400
-    /// wake-ups, written for this and not kept) split them best at waker's
-    /// plus wakee's ~715 (233 of 240 on the right side), hence the sum.
-    /// Where the rule sits in the kernel's paths, and what it does on
-    /// more than one LLC, is not known.
+    /// thread woken from a busy CPU stays there while the waker's and its
+    /// own utilization (each `max(util_avg, util_est)`) sum under ~705,
+    /// and goes to its idle previous CPU above; of packed pairs left
+    /// sharing a CPU 10 ms at low utilization, 2 of 18 were pulled to the
+    /// idle CPU, where upstream's nohz kick pulls at the next tick. (A
+    /// first probe that drew both threads' duty at random, 240 wake-ups
+    /// kept of 400, split best at the sum 715: 233 on the right side;
+    /// the waker's alone split 162.) Where the rule sits in the kernel's
+    /// paths, and what it does on more than one LLC, is not known.
     fn packs(&self, cpu: usize, util: u64, pelt: &Pelt) -> bool {
         self.vcpu_pack_util
             .is_some_and(|limit| pelt.cpu_util(cpu) + util < limit)
@@ -1827,7 +1829,9 @@ impl Fair {
             self.record_wakee(w, t, wake.now);
             want_affine &= !self.wake_wide(t, w);
         }
-        if let Some(pelt) = wake.pelt {
+        // Packing (`Fair::packs`): measured for a task waking a task only;
+        // a timer's wake-up (no waker) is placed as upstream.
+        if let (Some(pelt), Some(_)) = (wake.pelt, wake.waker) {
             let util = pelt.avg(t).task_util_est();
             if want_affine && !self.idle_cpu(this) && self.packs(this, util, pelt) {
                 return this;
@@ -3341,6 +3345,17 @@ mod tests {
         p.rq_sync(1, 400_000_000, 0, 0, false);
         assert!(p.cpu_util(1) < 200, "{}", p.cpu_util(1));
         assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 1, "packed");
+        // Not packed: a wake-up with no waker (a timer's, measured
+        // nowhere), or a waker's CPU the task may not use.
+        let timer = WakeCtx {
+            this_cpu: Some(1),
+            waker: None,
+            pelt: Some(&p),
+            now: 300_000_000,
+            ..Default::default()
+        };
+        assert_eq!(f.select_task_rq(9, 0, &[0, 1], &timer), 0, "a timer's");
+        assert_eq!(woken_by(&mut f, &p, waker, &[0]), 0, "CPU 1 not allowed");
         // Upstream again: the idle prev.
         f.set_vcpu_pack_util(None);
         assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0);

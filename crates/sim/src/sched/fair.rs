@@ -1534,14 +1534,15 @@ impl Fair {
     ///
     /// Read off live threads, not source. `corral lab placement`: a
     /// thread woken from a busy CPU stays there while the waker's and its
-    /// own utilization (each `max(util_avg, util_est)`) sum under ~705,
-    /// and goes to its idle previous CPU above; of packed pairs left
-    /// sharing a CPU 10 ms at low utilization, 2 of 18 were pulled to the
-    /// idle CPU, where upstream's nohz kick pulls at the next tick. (A
-    /// first probe that drew both threads' duty at random, 240 wake-ups
-    /// kept of 400, split best at the sum 715: 233 on the right side;
-    /// the waker's alone split 162.) Where the rule sits in the kernel's
-    /// paths, and what it does on more than one LLC, is not known.
+    /// own utilization (each `max(util_avg, util_est)`) sum under 714-717
+    /// (four runs), and goes to its idle previous CPU above; of packed
+    /// pairs left sharing a CPU 10 ms at low utilization, 0-2 of 18-19
+    /// were pulled to the idle CPU, where upstream's nohz kick pulls at
+    /// the next tick. (A first probe that drew both threads' duty at
+    /// random split best at the same sum, 715: 233 of 240 wake-ups on the
+    /// right side, against 162 for the waker's alone.) Where the rule
+    /// sits in the kernel's paths, and what it does on more than one LLC,
+    /// is not known.
     fn packs(&self, cpu: usize, util: u64, pelt: &Pelt) -> bool {
         self.vcpu_pack_util
             .is_some_and(|limit| pelt.cpu_util(cpu) + util < limit)

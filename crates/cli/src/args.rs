@@ -701,6 +701,13 @@ pub struct ValidateArgs {
     /// the simulation; it then simulates the workload alone.
     #[arg(long)]
     pub no_others: bool,
+    /// Measure this kernel's wake-up placement first (as `corral lab
+    /// placement`) and, if it packs wake-ups onto busy CPUs, simulate a
+    /// kernel that does (`vcpu_pack_util`). Off by default: the packing
+    /// rule is read off probes, not source, and on this machine's runs it
+    /// moved the simulated migrations further from the live ones
+    #[arg(long)]
+    pub pack: bool,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -807,6 +807,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
     // Where this kernel puts a thread woken by a busy CPU: the simulated
     // machine packs wake-ups as this one does.
     let vcpu_pack_util = match two_cpus(paths, None) {
+        _ if !args.pack => None,
         Ok((a, b)) => {
             eprintln!("corral lab validate: wake-up placement on CPUs {a} and {b} (as corral lab placement)");
             match corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS) {
@@ -867,7 +868,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         r.sim.capacity,
         r.sim.hz,
         match r.sim.vcpu_pack_util {
-            Some(u) => format!(", wake-ups packed onto busy CPUs under util {u} as measured here"),
+            Some(u) => format!(", wake-ups packed onto busy CPUs while the utilizations sum under {u} (--pack, as measured here)"),
             None => String::new(),
         },
         r.seconds,

@@ -258,7 +258,7 @@ pub struct Options {
     /// Costs for the simulated machine, measured here (`--costs`).
     pub costs: Option<crate::costs::Costs>,
     /// This kernel's wake-up packing ([`crate::placement`]), measured
-    /// here: the simulated machine's `vcpu_pack_util`.
+    /// here with `--pack`: the simulated machine's `vcpu_pack_util`.
     pub vcpu_pack_util: Option<u64>,
     /// Runs of each case; its figures are their medians.
     pub runs: usize,

@@ -55,11 +55,11 @@ impl Measure {
             Measure::WakeupP50 | Measure::ResponseP50 => {
                 "a guest kernel may pack wake-ups: this machine's keeps a thread woken by a \
                  busy CPU beside its waker while that CPU has room, though its previous CPU \
-                 idles (traced on mp3-short: 905 of 909 such wake-ups stayed). When `corral \
-                 lab placement`'s probe, run first, finds that, the model packs by a rule read \
-                 off probes, not the vendor's source: where the rule sits and what else it \
-                 changes are guesses; the scheduler's own work costs nothing unless --costs \
-                 gives it"
+                 idles (traced on mp3-short: 905 of 909 such wake-ups stayed). The model \
+                 places wake-ups as upstream does unless --pack gives it this kernel's packing \
+                 as `corral lab placement` measures it, by a rule read off probes, not the \
+                 vendor's source (where the rule sits and what else it changes are guesses); \
+                 the scheduler's own work costs nothing unless --costs gives it"
             }
             Measure::WakeupP99 | Measure::ResponseP99 => {
                 "the tick is the only interrupt modelled. The machine's other threads \
@@ -72,13 +72,13 @@ impl Measure {
                  (traced live, unless --no-others), but a thread with under 1 ms of CPU in \
                  all is left out, and a re-pick the trace does not show (no switch) is not \
                  reproduced; the tail also holds other interrupts and the host's time \
-                 (`others`, `steal`), and wake-ups onto a busy CPU that the model's packing \
-                 rule (a guess) misses"
+                 (`others`, `steal`), and wake-ups packed onto a busy CPU, which the model \
+                 makes only with --pack, by a rule that is a guess"
             }
             Measure::Migrations => {
                 "this machine's kernel packs wake-ups onto the waker's busy CPU and its idle \
-                 CPUs mostly leave them there, modelled by a rule read off probes (see \
-                 wake-up latency p50); the model's balancer has one domain level and active balancing only for misfit \
+                 CPUs mostly leave them there, which the model does only with --pack, by a \
+                 rule read off probes (see wake-up latency p50); the model's balancer has one domain level and active balancing only for misfit \
                  tasks, and its \
                  new-idle pulls wait for avg_idle >= 0.5 ms (the kernel's gate before 5.16; \
                  today's, the longest recent new-idle balance, cannot be read here); with \

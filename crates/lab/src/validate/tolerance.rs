@@ -55,7 +55,7 @@ impl Measure {
             Measure::WakeupP50 | Measure::ResponseP50 => {
                 "a guest kernel may pack wake-ups: this machine's keeps a thread woken by a \
                  busy CPU beside its waker while that CPU has room, though its previous CPU \
-                 idles (traced on mp3-short: 905 of 909 such wake-ups stayed). The model \
+                 idles (traced on mp3-short: 899 of 903 such wake-ups stayed). The model \
                  places wake-ups as upstream does unless --pack gives it this kernel's packing \
                  as `corral lab placement` measures it, by a rule read off probes, not the \
                  vendor's source (where the rule sits and what else it changes are guesses); \

@@ -1526,7 +1526,7 @@ impl Fair {
     /// - a task woken by a task running on a CPU with room for the woken
     ///   one's `task_util_est` stays on the waker's CPU, though its
     ///   previous CPU idles ([`Fair::select_task_rq_wake`]; on mp3-short,
-    ///   traced, 905 of 909 such wake-ups with the other CPU idle stayed,
+    ///   traced, 899 of 903 such wake-ups with the other CPU idle stayed,
     ///   whether prev was the waker's CPU or the idle one). A timer's
     ///   wake-up (no waker) was not measured and is placed as upstream;
     /// - an idle CPU does not pull from a CPU with room

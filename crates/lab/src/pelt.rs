@@ -83,15 +83,18 @@ struct Reading {
     sum_exec_ns: u64,
 }
 
+/// A field's value in a `/proc/PID/sched` text (`name   :   value`).
+pub(crate) fn sched_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .and_then(|l| l.split(':').nth(1))
+        .map(str::trim)
+}
+
 impl Reading {
     /// From a `sched` file's text; `None` if a field is missing.
     fn parse(text: &str) -> Option<Reading> {
-        let field = |name: &str| {
-            text.lines()
-                .find(|l| l.split_whitespace().next() == Some(name))
-                .and_then(|l| l.split(':').nth(1))
-                .map(str::trim)
-        };
+        let field = |name: &str| sched_field(text, name);
         let int = |name: &str| field(name).and_then(|v| v.parse::<u64>().ok());
         // "%Ld.%06ld" ms.
         let exec = field("se.sum_exec_runtime")?;

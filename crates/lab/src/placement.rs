@@ -42,7 +42,6 @@ use crate::error::{Error, Result};
 use crate::work::mono_ns;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 
 /// One wake-up of the probe.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -165,10 +164,8 @@ fn spin(ns: u64) {
 fn own_util() -> (u64, u64) {
     let text = std::fs::read_to_string("/proc/thread-self/sched").unwrap_or_default();
     let field = |name: &str| {
-        text.lines()
-            .find(|l| l.split_whitespace().next() == Some(name))
-            .and_then(|l| l.rsplit(':').next())
-            .and_then(|v| v.trim().parse().ok())
+        crate::pelt::sched_field(&text, name)
+            .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
     (field("se.avg.util_avg"), field("se.avg.util_est"))
@@ -186,77 +183,139 @@ pub const SPIN_LEVELS_MS: &[f64] = &[0.2, 1.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0
 const ROUNDS: usize = 40;
 const SETTLE: usize = 15;
 
+/// The two threads of a probe and their handshake. The sleeper runs on
+/// CPU `b`, is allowed both, and sleeps ([`Pair::sleep`]); the waker, on
+/// CPU `a`, waits for that ([`Pair::await_sleeper`]) and wakes it with a
+/// futex wake (`unpark`, not WF_SYNC). Once the waker ends, for good or
+/// with an error, a sleeper still parked is told to stop.
+struct Pair {
+    a: usize,
+    b: usize,
+    go: AtomicBool,
+    asleep: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Pair {
+    /// Runs `sleeper` and `waker` (given the sleeper's thread) on threads
+    /// of their own; the caller's CPUs stay as they were. The sleeper's
+    /// error comes first: the waker's ("did not come back") follows
+    /// from it.
+    fn run<T: Send, U: Send>(
+        a: usize,
+        b: usize,
+        sleeper: impl FnOnce(&Pair) -> Result<T> + Send,
+        waker: impl FnOnce(&Pair, &std::thread::Thread) -> Result<U> + Send,
+    ) -> Result<(T, U)> {
+        if a == b {
+            return Err(Error::Invalid(
+                "the placement probe needs two different CPUs".into(),
+            ));
+        }
+        let pair = Pair {
+            a,
+            b,
+            go: AtomicBool::new(false),
+            asleep: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        };
+        let pair = &pair;
+        std::thread::scope(|s| {
+            let sleeper = s.spawn(move || sleeper(pair));
+            let handle = sleeper.thread().clone();
+            let w = s
+                .spawn(move || {
+                    affinity(&[pair.a])?;
+                    waker(pair, &handle)
+                })
+                .join()
+                .map_err(|_| Error::Measurement("the placement probe's waker panicked".into()));
+            pair.stop.store(true, Ordering::Release);
+            sleeper.thread().unpark();
+            let t = sleeper.join().map_err(|_| {
+                Error::Measurement("the placement probe's sleeper panicked".into())
+            })??;
+            Ok((t, w??))
+        })
+    }
+
+    /// The sleeper: runs on `b`, then allows both CPUs (`b` is its
+    /// previous CPU).
+    fn settle(&self) -> Result<()> {
+        affinity(&[self.b])?;
+        affinity(&[self.a, self.b])
+    }
+
+    /// The sleeper: tells the waker and sleeps until woken; false when
+    /// told to stop instead.
+    fn sleep(&self) -> bool {
+        self.asleep.store(true, Ordering::Release);
+        while !self.go.swap(false, Ordering::AcqRel) {
+            if self.stop.load(Ordering::Acquire) {
+                return false;
+            }
+            std::thread::park();
+        }
+        true
+    }
+
+    /// The waker: waits (1 s at most) until the sleeper sleeps.
+    fn await_sleeper(&self) -> Result<()> {
+        let t0 = mono_ns();
+        while !self.asleep.swap(false, Ordering::AcqRel) {
+            if mono_ns() - t0 > 1_000_000_000 {
+                return Err(Error::Measurement(
+                    "the placement probe's sleeper did not come back".into(),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        Ok(())
+    }
+
+    /// The waker: wakes the sleeper.
+    fn wake(&self, sleeper: &std::thread::Thread) {
+        self.go.store(true, Ordering::Release);
+        sleeper.unpark();
+    }
+}
+
 /// Wakes, from CPU `a`, a thread that last ran on idle CPU `b` (two
 /// different online CPUs), [`ROUNDS`] times at each of `levels` (ms the
 /// waker spins before each wake-up). The pinning happens on threads of
 /// its own; the caller's CPUs stay as they were.
 pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
-    if a == b {
-        return Err(Error::Invalid(
-            "the placement probe needs two different CPUs".into(),
-        ));
-    }
     let n = levels.len() * ROUNDS;
-    let go = Arc::new(AtomicBool::new(false));
-    let asleep = Arc::new(AtomicBool::new(false));
-    let landed = Arc::new(AtomicUsize::new(usize::MAX));
-    let stop = Arc::new(AtomicBool::new(false));
-    let wakee_util = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
-    std::thread::scope(|s| -> Result<Placement> {
-        let sleeper = {
-            let (go, asleep, landed, stop, wakee_util) = (
-                go.clone(),
-                asleep.clone(),
-                landed.clone(),
-                stop.clone(),
-                wakee_util.clone(),
-            );
-            s.spawn(move || -> Result<()> {
-                for _ in 0..n {
-                    // Run on b, then allow both CPUs: b is the previous CPU.
-                    affinity(&[b])?;
-                    affinity(&[a, b])?;
-                    *wakee_util.lock().unwrap_or_else(|e| e.into_inner()) = own_util();
-                    asleep.store(true, Ordering::Release);
-                    while !go.swap(false, Ordering::AcqRel) {
-                        if stop.load(Ordering::Acquire) {
-                            return Ok(());
-                        }
-                        std::thread::park();
-                    }
-                    let cpu = rustix::thread::sched_getcpu();
-                    landed.store(cpu, Ordering::Release);
+    let landed = AtomicUsize::new(usize::MAX);
+    let wakee_util = std::sync::Mutex::new((0u64, 0u64));
+    let (landed, wakee_util) = (&landed, &wakee_util);
+    let ((), p) = Pair::run(
+        a,
+        b,
+        |pair| {
+            for _ in 0..n {
+                pair.settle()?;
+                *wakee_util.lock().unwrap_or_else(|e| e.into_inner()) = own_util();
+                if !pair.sleep() {
+                    break;
                 }
-                Ok(())
-            })
-        };
-        let handle = sleeper.thread().clone();
-        let (go2, landed2, wakee_util2) = (go.clone(), landed.clone(), wakee_util.clone());
-        let waker = s.spawn(move || -> Result<Placement> {
-            let (go, landed, wakee_util) = (go2, landed2, wakee_util2);
-            affinity(&[a])?;
+                landed.store(rustix::thread::sched_getcpu(), Ordering::Release);
+            }
+            Ok(())
+        },
+        |pair, sleeper| {
             let mut p = Placement {
                 cpus: (a, b),
                 samples: Vec::new(),
             };
             for i in 0..n {
-                let t0 = mono_ns();
-                while !asleep.load(Ordering::Acquire) {
-                    if mono_ns() - t0 > 1_000_000_000 {
-                        return Err(Error::Measurement(
-                            "the placement probe's sleeper did not come back".into(),
-                        ));
-                    }
-                    std::thread::sleep(std::time::Duration::from_micros(100));
-                }
-                asleep.store(false, Ordering::Release);
+                pair.await_sleeper()?;
                 landed.store(usize::MAX, Ordering::Release);
                 // b idles (the sleeper parked), a sleeps too, then is busy.
                 std::thread::sleep(std::time::Duration::from_nanos(IDLE_NS));
                 spin((levels[i / ROUNDS] * 1e6) as u64);
                 let (util_avg, util_est) = own_util();
-                go.store(true, Ordering::Release);
-                handle.unpark();
+                pair.wake(sleeper);
                 spin(SPIN_AFTER_NS);
                 let t1 = mono_ns();
                 let cpu = loop {
@@ -284,23 +343,9 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
                 }
             }
             Ok(p)
-        });
-        let p = waker
-            .join()
-            .map_err(|_| Error::Measurement("the placement probe's waker panicked".into()));
-        if !matches!(p, Ok(Ok(_))) {
-            // Let a sleeper parked for good end.
-            stop.store(true, Ordering::Release);
-            sleeper.thread().unpark();
-        }
-        let s = sleeper
-            .join()
-            .map_err(|_| Error::Measurement("the placement probe's sleeper panicked".into()));
-        // The sleeper's error first: the waker's ("did not come back")
-        // follows from it.
-        s??;
-        p?
-    })
+        },
+    )?;
+    Ok(p)
 }
 
 /// Packed pairs left sharing a CPU: how many the idle CPU pulled.
@@ -327,84 +372,45 @@ const PULL_SHARED_NS: u64 = 10_000_000;
 /// the busy CPU's next tick (the nohz balancer kick); a packing guest
 /// leaves them. About (`n` + 5) × 0.11 s.
 pub fn pulls(a: usize, b: usize, n: usize) -> Result<Pulls> {
-    if a == b {
-        return Err(Error::Invalid(
-            "the placement probe needs two different CPUs".into(),
-        ));
-    }
     const SETTLE_ROUNDS: usize = 5;
     let rounds = n + SETTLE_ROUNDS;
-    let go = Arc::new(AtomicBool::new(false));
-    let asleep = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    std::thread::scope(|s| -> Result<Pulls> {
-        let sleeper = {
-            let (go, asleep, stop) = (go.clone(), asleep.clone(), stop.clone());
-            s.spawn(move || -> Result<Vec<(usize, bool)>> {
-                let mut out = Vec::new();
-                for _ in 0..rounds {
-                    affinity(&[b])?;
-                    affinity(&[a, b])?;
-                    asleep.store(true, Ordering::Release);
-                    while !go.swap(false, Ordering::AcqRel) {
-                        if stop.load(Ordering::Acquire) {
-                            return Ok(out);
-                        }
-                        std::thread::park();
-                    }
-                    let t0 = mono_ns();
-                    let first = rustix::thread::sched_getcpu();
-                    let mut moved = false;
-                    while mono_ns() - t0 < PULL_SHARED_NS {
-                        moved |= rustix::thread::sched_getcpu() != first;
-                    }
-                    out.push((first, moved));
-                }
-                Ok(out)
-            })
-        };
-        let handle = sleeper.thread().clone();
-        let (go2, asleep2) = (go.clone(), asleep.clone());
-        let waker = s.spawn(move || -> Result<()> {
-            let (go, asleep) = (go2, asleep2);
-            affinity(&[a])?;
+    let (out, ()) = Pair::run(
+        a,
+        b,
+        |pair| {
+            let mut out = Vec::new();
             for _ in 0..rounds {
-                let t0 = mono_ns();
-                while !asleep.load(Ordering::Acquire) {
-                    if mono_ns() - t0 > 1_000_000_000 {
-                        return Err(Error::Measurement(
-                            "the placement probe's sleeper did not come back".into(),
-                        ));
-                    }
-                    std::thread::sleep(std::time::Duration::from_micros(100));
+                pair.settle()?;
+                if !pair.sleep() {
+                    break;
                 }
-                asleep.store(false, Ordering::Release);
+                let t0 = mono_ns();
+                let first = rustix::thread::sched_getcpu();
+                let mut moved = false;
+                while mono_ns() - t0 < PULL_SHARED_NS {
+                    moved |= rustix::thread::sched_getcpu() != first;
+                }
+                out.push((first, moved));
+            }
+            Ok(out)
+        },
+        |pair, sleeper| {
+            for _ in 0..rounds {
+                pair.await_sleeper()?;
                 std::thread::sleep(std::time::Duration::from_nanos(PULL_IDLE_NS));
                 spin(SPIN_AFTER_NS);
-                go.store(true, Ordering::Release);
-                handle.unpark();
+                pair.wake(sleeper);
                 spin(PULL_SHARED_NS);
             }
             Ok(())
-        });
-        let w = waker
-            .join()
-            .map_err(|_| Error::Measurement("the placement probe's waker panicked".into()));
-        if !matches!(w, Ok(Ok(()))) {
-            stop.store(true, Ordering::Release);
-            sleeper.thread().unpark();
-        }
-        let out = sleeper
-            .join()
-            .map_err(|_| Error::Measurement("the placement probe's sleeper panicked".into()))??;
-        w??;
-        let kept = &out[SETTLE_ROUNDS.min(out.len())..];
-        let packed: Vec<_> = kept.iter().filter(|(first, _)| *first == a).collect();
-        Ok(Pulls {
-            packed: packed.len(),
-            pulled: packed.iter().filter(|(_, moved)| *moved).count(),
-            shared_ns: PULL_SHARED_NS,
-        })
+        },
+    )?;
+    let kept = &out[SETTLE_ROUNDS.min(out.len())..];
+    let packed: Vec<_> = kept.iter().filter(|(first, _)| *first == a).collect();
+    Ok(Pulls {
+        packed: packed.len(),
+        pulled: packed.iter().filter(|(_, moved)| *moved).count(),
+        shared_ns: PULL_SHARED_NS,
     })
 }
 

@@ -1534,10 +1534,10 @@ impl Fair {
     ///
     /// Read off live threads, not source. `corral lab placement`: a
     /// thread woken from a busy CPU stays there while the waker's and its
-    /// own utilization (each `max(util_avg, util_est)`) sum under 714-717
-    /// (four runs), and goes to its idle previous CPU above; of packed
-    /// pairs left sharing a CPU 10 ms at low utilization, 0-2 of 18-19
-    /// were pulled to the idle CPU, where upstream's nohz kick pulls at
+    /// own utilization (each `max(util_avg, util_est)`) sum under 695-717
+    /// (ten runs, eight of them 712-717), and goes to its idle previous
+    /// CPU above; of packed pairs left sharing a CPU 10 ms at low
+    /// utilization, 0-4 of 17-20 were pulled to the idle CPU, where upstream's nohz kick pulls at
     /// the next tick. (A first probe that drew both threads' duty at
     /// random split best at the same sum, 715: 233 of 240 wake-ups on the
     /// right side, against 162 for the waker's alone.) Where the rule
@@ -1832,7 +1832,7 @@ impl Fair {
         }
         // Packing (`Fair::packs`): measured for a task waking a task only;
         // a timer's wake-up (no waker) is placed as upstream.
-        if let (Some(pelt), Some(_)) = (wake.pelt, wake.waker) {
+        if let (Some(_), Some(pelt), Some(_)) = (self.vcpu_pack_util, wake.pelt, wake.waker) {
             let util = pelt.avg(t).task_util_est();
             if want_affine && !self.idle_cpu(this) && self.packs(this, util, pelt) {
                 return this;

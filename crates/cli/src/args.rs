@@ -692,9 +692,14 @@ pub struct ValidateArgs {
     /// Keep the live and simulated rt-app logs in this directory.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
-    /// Measure this machine's scheduling costs first (as `corral lab
-    /// costs`) and give them to the simulated machine.
+    /// Simulate the scheduler's own work as free: do not measure this
+    /// machine's scheduling costs first (as `corral lab costs` does) to
+    /// give them to the simulated machine. With --from: do not give it
+    /// the costs measured then
     #[arg(long)]
+    pub no_costs: bool,
+    /// The default (kept for scripts that ask for it).
+    #[arg(long, hide = true, conflicts_with = "no_costs")]
     pub costs: bool,
     /// Do not trace the machine's other threads (kernel threads, other
     /// programs, the lab itself) during the live runs to replay them in
@@ -708,6 +713,14 @@ pub struct ValidateArgs {
     /// moved the simulated migrations further from the live ones
     #[arg(long)]
     pub pack: bool,
+    /// Run nothing live: simulate again, with this build's simulator, the
+    /// live runs kept in DIR by an earlier `--keep DIR`, and compare them
+    /// as then (a model change scored on the same live draws). Rewrites
+    /// the simulated side's files there. The simulated machine gets the
+    /// costs measured then (unless --no-costs) and, with --pack, the
+    /// packing measured then
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["seconds", "runs", "keep", "no_others"])]
+    pub from: Option<PathBuf>,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,

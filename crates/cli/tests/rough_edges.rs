@@ -453,3 +453,47 @@ fn man_pages_and_completions_are_generated() {
         "{out:?}"
     );
 }
+
+/// `lab validate --from DIR` simulates kept runs again: it runs nothing
+/// live (no root needed), names a directory that `--keep` did not write,
+/// a kept settings file it cannot read by file and line, and refuses the
+/// options that only a live run takes.
+#[test]
+fn validate_from_names_what_it_cannot_read_and_refuses_live_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = corral()
+        .args(["lab", "validate", "--from"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&dir.path().join("validate.json").display().to_string())
+            && said.contains("--keep"),
+        "{said}"
+    );
+    std::fs::write(dir.path().join("validate.json"), "{\n  \"machine\": 3\n}\n").unwrap();
+    let out = corral()
+        .args(["lab", "validate", "--from"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(said.contains("validate.json:2"), "{said}");
+    for live_only in [["--seconds", "5"], ["--runs", "2"], ["--keep", "/tmp/x"]] {
+        let out = corral()
+            .args(["lab", "validate", "--from"])
+            .arg(dir.path())
+            .args(live_only)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            said.contains("cannot be used with") && said.contains(live_only[0]),
+            "{said}"
+        );
+    }
+}

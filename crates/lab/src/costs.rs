@@ -43,12 +43,12 @@
 
 use crate::error::{Error, Result};
 use crate::work::mono_ns;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 
 /// The costs, ns (what a platform file's `[costs]` takes).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Costs {
     pub context_switch_ns: u64,
     pub wakeup_ns: u64,
@@ -460,7 +460,7 @@ mod tests {
     }
 
     /// The measurement pins threads of its own: the caller's CPU set
-    /// (which `lab validate --costs` hands on to rt-app) is left alone,
+    /// (which `lab validate` hands on to rt-app) is left alone,
     /// and the caller's timer slack, and every cost comes out above nil.
     #[test]
     fn measuring_leaves_the_callers_cpus_alone() {

@@ -26,11 +26,12 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
             return;
         }
     };
+    let kept = tempfile::tempdir().unwrap();
     let opts = Options {
         seconds: 6,
         warmup: Duration::from_secs(1),
         case: Some("periodic-low-share".into()),
-        keep: None,
+        keep: Some(kept.path().to_path_buf()),
         env,
         procfs: paths.procfs.clone(),
         stop: Arc::new(AtomicBool::new(false)),
@@ -97,6 +98,32 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
             t.share_diff_pp
         );
     }
+    // `--from`: the kept run, simulated again, is the same comparison,
+    // figure for figure (the simulator is deterministic).
+    let again = |costs, pack| {
+        validate::again(
+            &validate::Again {
+                from: kept.path().to_path_buf(),
+                case: None,
+                costs,
+                pack,
+            },
+            |line| eprintln!("validate --from: {line}"),
+        )
+    };
+    let re = again(false, false).unwrap();
+    assert!(re.again);
+    assert_eq!(re.cases.len(), 1);
+    let figures = |c: &validate::CaseReport| serde_json::to_value(&c.tasks).unwrap();
+    assert_eq!(figures(&re.cases[0]), figures(case));
+    assert_eq!(re.cases[0].tick_phase_us, case.tick_phase_us);
+    // Kept without costs: none are given, asked or not.
+    let re = again(true, false).unwrap();
+    assert_eq!(re.sim.costs, None);
+    assert_eq!(figures(&re.cases[0]), figures(case));
+    // Packing that was not measured then cannot be simulated now.
+    let e = again(false, true).unwrap_err().to_string();
+    assert!(e.contains("--pack") && e.contains("kept without it"), "{e}");
     // The run's groups are gone.
     let root = opts
         .env

@@ -785,10 +785,20 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         "--seconds must be a whole number from 3 to 600 (rt-app's duration is in seconds), not {}",
         args.seconds
     );
+    if let Some(from) = &args.from {
+        let a = validate::Again {
+            from: from.clone(),
+            case: args.case.clone(),
+            costs: !args.no_costs,
+            pack: args.pack,
+        };
+        let r = validate::again(&a, progress)?;
+        return print_validate(&r, args.json);
+    }
     let env = validate::check_environment(paths)?;
     // Ctrl-C stops rt-app and removes the groups.
     let stop = stop_flag()?;
-    let costs = if args.costs {
+    let costs = if !args.no_costs {
         let (a, b) = two_cpus(paths, None)?;
         let r = corral_lab::costs::measure(a, b, |l| eprintln!("corral lab validate: costs: {l}"))?;
         eprintln!(
@@ -846,11 +856,22 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         stop,
     };
     let r = validate::run(&opts, progress)?;
-    if args.json {
+    print_validate(&r, args.json)
+}
+
+/// `lab validate`'s report, as a table or JSON.
+fn print_validate(r: &corral_lab::validate::Report, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
     }
     let m = &r.machine;
+    if let (true, Some(k)) = (r.again, &r.kept) {
+        println!(
+            "live: the runs kept in {} (nothing ran live now), simulated again by this build",
+            k.display()
+        );
+    }
     println!(
         "live: Linux {}, {} CPUs, CONFIG_HZ={} (from {}), preemption {}; {} with timer slack {} ns",
         m.kernel,
@@ -862,18 +883,29 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         m.timer_slack_ns
     );
     println!(
-        "simulated: {} on {} CPUs of capacity {}, HZ {}, ticks where the live run had them{}; same workload JSON; {} s each, first {:.0} s left out on both sides; {} each case, figures their medians",
+        "simulated: {} on {} CPUs of capacity {}, HZ {}, ticks where the live run had them, {}{}; same workload JSON; {} s each, first {:.0} s left out on both sides; {} each case, figures their medians",
         r.sim.kernel,
         r.sim.cpus,
         r.sim.capacity,
         r.sim.hz,
+        match r.sim.costs {
+            Some(c) => format!(
+                "the scheduler's work charged at the live machine's measured costs (switch {} ns, wake-up {} ns, timer wake-up {} ns, migration {} ns, tick {} ns)",
+                c.context_switch_ns, c.wakeup_ns, c.timer_wakeup_ns, c.migration_ns, c.tick_ns
+            ),
+            None => "the scheduler's own work free (no costs measured)".into(),
+        },
         match r.sim.vcpu_pack_util {
             Some(u) => format!(", wake-ups packed onto busy CPUs while the utilizations sum under {u} (--pack, as measured here)"),
             None => String::new(),
         },
         r.seconds,
         r.warmup_s,
-        corral_core::words::count(args.runs as usize, "run", "runs")
+        corral_core::words::count(
+            r.cases.iter().map(|c| c.runs).max().unwrap_or(1),
+            "run",
+            "runs"
+        )
     );
     println!("latency: {}", r.latency);
     for c in &r.cases {
@@ -884,8 +916,13 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
     );
     if let Some(k) = &r.kept {
         println!(
-            "workloads, platform files and both sides' logs kept in {}",
-            k.display()
+            "workloads, platform files and both sides' logs kept in {}{}",
+            k.display(),
+            if r.again {
+                " (the simulated side's rewritten)"
+            } else {
+                "; simulate them again with --from"
+            }
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -20,7 +20,7 @@ pub(super) struct Live {
 /// A thread's counters so far: `schedstat` (run ns, run-queue wait ns,
 /// time slices) and from `sched` its migrations and preemptions. The
 /// simulator keeps the same five.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Counters {
     pub(super) run: u64,
     pub(super) wait: u64,
@@ -284,6 +284,51 @@ fn rtapp_threads(o: &Options, rt: &mut RtApp<'_>, threads: &[Thread]) -> Result<
     })
 }
 
+/// The calling thread as SCHED_FIFO priority 1 (`SCHED_RESET_ON_FORK`:
+/// nothing it starts inherits it) until dropped, then as it was.
+///
+/// The live side's thread sleeps 100 ms between readings of rt-app's
+/// threads. As a fair task it waited up to 2.8 s for a CPU beside
+/// hackbench-groups' sixteen busy threads (a sleeper whose group's load
+/// sits on the other CPU gets a tiny share of this one, from
+/// `calc_group_shares`), so the window it measured began late or ended
+/// after rt-app had (2 of 3 runs, twice). As SCHED_FIFO it runs when it
+/// wakes: about 50 µs of reading every 100 ms.
+struct Timely {
+    policy: libc::c_int,
+    param: libc::sched_param,
+}
+
+impl Timely {
+    fn new() -> std::io::Result<Timely> {
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: plain system calls on the calling thread (pid 0) with
+        // a valid sched_param.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        if policy < 0 || unsafe { libc::sched_getparam(0, &mut param) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let fifo = libc::sched_param { sched_priority: 1 };
+        // SAFETY: as above.
+        if unsafe {
+            libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &fifo)
+        } < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Timely { policy, param })
+    }
+}
+
+impl Drop for Timely {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`; the policy and parameters read there.
+        unsafe {
+            libc::sched_setscheduler(0, self.policy, &self.param);
+        }
+    }
+}
+
 pub(super) fn run_live(
     o: &Options,
     groups: &mut LabGroups,
@@ -308,6 +353,17 @@ pub(super) fn run_live(
     };
     let mut rt = start_rtapp(o, groups, json, dir)?;
     let pid = rt.pid;
+    // This thread reads rt-app's threads on time (SCHED_FIFO 1 from here
+    // to the end of the live run), not whenever the fair class gets to it.
+    let _timely = match Timely::new() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            notes.push(format!(
+                "the lab's sampling thread stays SCHED_OTHER (SCHED_FIFO refused: {e}); beside a busy workload it may read the window's ends late"
+            ));
+            None
+        }
+    };
     if let Some(t) = others.as_mut() {
         t.scope(pid);
     }

@@ -34,7 +34,9 @@
 //!
 //! **Runs.** Each case runs `runs` times (live, then simulated with that
 //! run's tick phase and calibration), and every figure is the median over
-//! the runs ([`runs`]): one live run is one draw.
+//! the runs ([`runs`]): one live run is one draw. Kept runs (`--keep`)
+//! can be simulated again by a later build ([`kept`], `--from`), so that
+//! a model change is scored on the same draws.
 //!
 //! **Pairing.** Each live thread is compared with its simulated twin;
 //! instances of one rt-app task are interchangeable (which hog shares a
@@ -72,7 +74,7 @@ use crate::groups::LabGroups;
 use crate::work::percentile;
 use corral_sim::input::json::{self, Kind, Value};
 use corral_sim::{input::platform, input::rtapp, out::trace, sched::fair::Flavour};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -81,10 +83,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod kept;
 mod live;
 mod log;
 mod machine;
 mod others;
+pub use kept::{again, Again};
 mod prepare;
 mod runs;
 mod sim;
@@ -255,7 +259,8 @@ pub struct Options {
     pub procfs: PathBuf,
     /// Set (by a signal handler) to stop early and clean up.
     pub stop: Arc<AtomicBool>,
-    /// Costs for the simulated machine, measured here (`--costs`).
+    /// Costs for the simulated machine, measured here (unless
+    /// `--no-costs`).
     pub costs: Option<crate::costs::Costs>,
     /// This kernel's wake-up packing ([`crate::placement`]), measured
     /// here with `--pack`: the simulated machine's `vcpu_pack_util`.
@@ -272,7 +277,7 @@ pub struct Options {
 const TAIL: Duration = Duration::from_millis(250);
 
 /// The machine the live side ran on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MachineInfo {
     pub kernel: String,
     /// Where the kernel configuration was read.
@@ -287,7 +292,7 @@ pub struct MachineInfo {
 }
 
 /// The simulator's settings.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SimInfo {
     pub kernel: String,
     pub cpus: usize,
@@ -306,7 +311,7 @@ pub struct SimInfo {
 }
 
 /// The loop speed measured before a case and the calibration rt-app got.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Calibration {
     pub samples: usize,
     pub ns_per_loop_min: f64,
@@ -420,6 +425,9 @@ pub struct Report {
     pub cases: Vec<CaseReport>,
     /// Where the files were kept.
     pub kept: Option<PathBuf>,
+    /// Whether the live side is kept runs simulated again (`--from`,
+    /// [`again`]): the live figures are as measured then, `kept` is where.
+    pub again: bool,
 }
 
 /// The latency definition, for the report.
@@ -466,6 +474,18 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
         ),
     };
     std::fs::create_dir_all(&base).map_err(Error::io(&base))?;
+    if o.keep.is_some() {
+        kept::write_settings(
+            &base,
+            &kept::Settings {
+                machine: machine.clone(),
+                sim: sim.clone(),
+                seconds: o.seconds,
+                warmup_ms: o.warmup.as_millis() as u64,
+                runs: o.runs.max(1),
+            },
+        )?;
+    }
     let mut cases = Vec::new();
     let mut result = Ok(());
     let runs = o.runs.max(1);
@@ -508,13 +528,7 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
         if reps.is_empty() {
             continue;
         }
-        let mut case = runs::medians(reps);
-        case.notes.extend(failed);
-        if case.diverged.is_none() {
-            case.misses = tolerance::misses(&case.tasks);
-            case.compared = tolerance::compared(&case.tasks);
-        }
-        cases.push(case);
+        cases.push(summarise(reps, failed));
     }
     if temporary {
         let _ = std::fs::remove_dir_all(&base);
@@ -528,7 +542,20 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
         latency: LATENCY,
         cases,
         kept: o.keep.clone(),
+        again: false,
     })
+}
+
+/// A case's runs as one report: their medians, the runs left out, and
+/// the measures outside the targets.
+fn summarise(reps: Vec<CaseReport>, failed: Vec<String>) -> CaseReport {
+    let mut case = runs::medians(reps);
+    case.notes.extend(failed);
+    if case.diverged.is_none() {
+        case.misses = tolerance::misses(&case.tasks);
+        case.compared = tolerance::compared(&case.tasks);
+    }
+    case
 }
 
 fn skipped(case: &Case, why: String) -> CaseReport {
@@ -639,8 +666,8 @@ const WORK_MIN_ITERATIONS: usize = 10;
 /// periodic thread spends each period, which decides when it next waits
 /// for the tick, follows what it really ran.
 ///
-/// XXX: with `--costs`, the switch the simulator charges is paid twice
-/// (it is in the live figure too).
+/// XXX: with costs (the default), the switch the simulator charges is
+/// paid twice (it is in the live figure too).
 fn work_scale(work: &rtapp::Workload, live: &[Side]) -> Vec<(String, f64)> {
     let mut i = 0;
     let mut out = Vec::new();
@@ -792,12 +819,46 @@ fn run_case(
     ));
     let live = run_live(o, &mut groups, &threads, &workload_path, &live_dir)?;
     groups.cleanup();
-    let window = (o.warmup, Duration::from_secs(o.seconds) - TAIL);
+    if o.keep.is_some() {
+        kept::write_live(&live_dir, &live, &cal, &root)?;
+    }
+    let run = Window {
+        warmup: o.warmup,
+        seconds: o.seconds,
+    };
+    compare(
+        run, case, sim, dir, &work, &threads, live, cal, &root, progress,
+    )
+}
+
+/// The length of a case's runs and the part left out at the start.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Window {
+    pub(super) warmup: Duration,
+    pub(super) seconds: u64,
+}
+
+/// The simulated half of a case's run, and the comparison: `live` is
+/// what the live run of `work` measured (just now, or kept by `--keep`).
+#[allow(clippy::too_many_arguments)]
+fn compare(
+    run: Window,
+    case: &Case,
+    sim: &SimInfo,
+    dir: &Path,
+    work: &rtapp::Workload,
+    threads: &[Thread],
+    live: Live,
+    cal: Calibration,
+    root: &str,
+    progress: &mut impl FnMut(&str),
+) -> Result<CaseReport> {
+    let window = (run.warmup, Duration::from_secs(run.seconds) - TAIL);
     let live_sides = live_sides(&live, sim, threads.len(), window);
     // Both sides ask for the same CPU: each task's `run` costs in the
     // simulator what it cost live (the loop's speed drifts on this VM,
     // and a thread near its fair share is late or not by a few percent).
-    let work_scale = work_scale(&work, &live_sides);
+    let work_scale = work_scale(work, &live_sides);
     let mut scaled = work.clone();
     for (task, (_, k)) in scaled.tasks.iter_mut().zip(&work_scale) {
         scale_run(task, *k);
@@ -807,7 +868,7 @@ fn run_case(
     // start there (live, they begin their first iteration a little later,
     // at rt-app's barrier): where a periodic wake-up falls between the
     // ticks decides whether it preempts or waits for the next one.
-    let timer_origin_us = log::timer_origin(&live.logs, &grid_threads(&work));
+    let timer_origin_us = log::timer_origin(&live.logs, &grid_threads(work));
     for task in &mut scaled.tasks {
         task.delay_us += timer_origin_us.unwrap_or(0);
     }
@@ -815,13 +876,13 @@ fn run_case(
     progress(&format!("{}: simulated", case.name));
     let tick_phase_us = tick_phase(live.t0_us, sim.hz);
     let simulated = run_sim(
-        o,
+        run,
         sim,
         tick_phase_us,
         scaled,
         live.others.clone(),
         case.groups,
-        &root,
+        root,
         dir,
     )?;
 
@@ -844,7 +905,7 @@ fn run_case(
             ))
         })
         .collect();
-    let tasks = task_rows(&threads, live_sides, sim_sides);
+    let tasks = task_rows(threads, live_sides, sim_sides);
     let last = |logs: &[Vec<LogLine>]| {
         logs.iter()
             .flatten()

@@ -56,7 +56,7 @@ pub(super) fn platform_toml(
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_sim(
-    o: &Options,
+    run: Window,
     sim: &SimInfo,
     tick_phase_us: u64,
     mut work: rtapp::Workload,
@@ -79,13 +79,13 @@ pub(super) fn run_sim(
     let spec = platform::parse(&toml, &toml_path.display().to_string())?;
     let mut m = platform::build(work, &spec, Flavour::Eevdf)?;
     m.record();
-    m.advance_to(o.warmup.as_nanos() as u64);
+    m.advance_to(run.warmup.as_nanos() as u64);
     let a = counters(&m);
-    m.advance_to((Duration::from_secs(o.seconds) - TAIL).as_nanos() as u64);
+    m.advance_to((Duration::from_secs(run.seconds) - TAIL).as_nanos() as u64);
     let b = counters(&m);
     // On to the end, as rt-app goes on, so that the iterations under way
     // at the window's end are logged on both sides.
-    m.advance_to(Duration::from_secs(o.seconds).as_nanos() as u64);
+    m.advance_to(Duration::from_secs(run.seconds).as_nanos() as u64);
     let logs_dir = dir.join("sim");
     let files = trace::rtapp_logs(&m, &logs_dir)
         .map_err(|e| Error::io(&logs_dir)(e).within("cannot write the simulator's logs"))?;

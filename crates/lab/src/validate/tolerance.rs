@@ -59,7 +59,9 @@ impl Measure {
                  places wake-ups as upstream does unless --pack gives it this kernel's packing \
                  as `corral lab placement` measures it, by a rule read off probes, not the \
                  vendor's source (where the rule sits and what else it changes are guesses); \
-                 the scheduler's own work costs nothing unless --costs gives it"
+                 the scheduler's own work is charged at this machine's measured costs per \
+                 switch, wake-up, timer wake-up, migration and tick, not per path taken \
+                 (free with --no-costs)"
             }
             Measure::WakeupP99 | Measure::ResponseP99 => {
                 "the tick is the only interrupt modelled. The machine's other threads \

@@ -689,7 +689,8 @@ pub struct ValidateArgs {
     /// than 20 % from run to run here).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub runs: u32,
-    /// Keep the live and simulated rt-app logs in this directory.
+    /// Keep the live and simulated rt-app logs in this directory, with
+    /// what --from needs to simulate the live runs again.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
     /// Simulate the scheduler's own work as free: do not measure this
@@ -715,8 +716,8 @@ pub struct ValidateArgs {
     pub pack: bool,
     /// Run nothing live: simulate again, with this build's simulator, the
     /// live runs kept in DIR by an earlier `--keep DIR`, and compare them
-    /// as then (a model change scored on the same live draws). Rewrites
-    /// the simulated side's files there. The simulated machine gets the
+    /// as then (a model change scored on the same live draws); DIR is only
+    /// read. The simulated machine gets the
     /// costs measured then (unless --no-costs) and, with --pack, the
     /// packing measured then
     #[arg(long, value_name = "DIR", conflicts_with_all = ["seconds", "runs", "keep", "no_others"])]

@@ -482,7 +482,12 @@ fn validate_from_names_what_it_cannot_read_and_refuses_live_options() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(said.contains("validate.json:2"), "{said}");
-    for live_only in [["--seconds", "5"], ["--runs", "2"], ["--keep", "/tmp/x"]] {
+    for live_only in [
+        &["--seconds", "5"][..],
+        &["--runs", "2"],
+        &["--keep", "/tmp/x"],
+        &["--no-others"],
+    ] {
         let out = corral()
             .args(["lab", "validate", "--from"])
             .arg(dir.path())

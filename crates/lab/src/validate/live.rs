@@ -284,47 +284,44 @@ fn rtapp_threads(o: &Options, rt: &mut RtApp<'_>, threads: &[Thread]) -> Result<
     })
 }
 
-/// The calling thread as SCHED_FIFO priority 1 (`SCHED_RESET_ON_FORK`:
-/// nothing it starts inherits it) until dropped, then as it was.
+/// The calling thread as SCHED_FIFO priority 1 until dropped, then as
+/// it was (`sched_setattr(2)` with its old attributes).
+/// `SCHED_FLAG_RESET_ON_FORK`: no thread or process it starts inherits
+/// the policy.
 ///
 /// The live side's thread sleeps 100 ms between readings of rt-app's
 /// threads. As a fair task it waited up to 2.8 s for a CPU beside
 /// hackbench-groups' sixteen busy threads (a sleeper whose group's load
-/// sits on the other CPU gets a tiny share of this one, from
+/// sits on the other CPU gets a small share of this one, from
 /// `calc_group_shares`), so the window it measured began late or ended
 /// after rt-app had (2 of 3 runs, twice). As SCHED_FIFO it runs when it
-/// wakes: about 50 µs of reading every 100 ms.
-struct Timely {
-    policy: libc::c_int,
-    param: libc::sched_param,
+/// wakes: its readings, about 50 µs every 100 ms.
+struct FifoSampler {
+    was: corral_linux::sched::SchedAttr,
 }
 
-impl Timely {
-    fn new() -> std::io::Result<Timely> {
-        let mut param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: plain system calls on the calling thread (pid 0) with
-        // a valid sched_param.
-        let policy = unsafe { libc::sched_getscheduler(0) };
-        if policy < 0 || unsafe { libc::sched_getparam(0, &mut param) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let fifo = libc::sched_param { sched_priority: 1 };
-        // SAFETY: as above.
-        if unsafe {
-            libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &fifo)
-        } < 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Timely { policy, param })
+impl FifoSampler {
+    fn new() -> corral_linux::Result<FifoSampler> {
+        use corral_linux::sched::{sched_getattr, sched_setattr, SchedAttr};
+        // tid 0: the calling thread.
+        let was = sched_getattr(0)?;
+        sched_setattr(
+            0,
+            &SchedAttr {
+                sched_policy: libc::SCHED_FIFO as u32,
+                sched_flags: libc::SCHED_FLAG_RESET_ON_FORK as u64,
+                sched_priority: 1,
+                ..SchedAttr::default()
+            },
+        )?;
+        Ok(FifoSampler { was })
     }
 }
 
-impl Drop for Timely {
+impl Drop for FifoSampler {
     fn drop(&mut self) {
-        // SAFETY: as in `new`; the policy and parameters read there.
-        unsafe {
-            libc::sched_setscheduler(0, self.policy, &self.param);
+        if let Err(e) = corral_linux::sched::sched_setattr(0, &self.was) {
+            eprintln!("corral lab validate: warning: the sampling thread stays SCHED_FIFO: {e}");
         }
     }
 }
@@ -354,8 +351,9 @@ pub(super) fn run_live(
     let mut rt = start_rtapp(o, groups, json, dir)?;
     let pid = rt.pid;
     // This thread reads rt-app's threads on time (SCHED_FIFO 1 from here
-    // to the end of the live run), not whenever the fair class gets to it.
-    let _timely = match Timely::new() {
+    // to the window's last reading), not whenever the fair class gets to
+    // it.
+    let fifo = match FifoSampler::new() {
         Ok(t) => Some(t),
         Err(e) => {
             notes.push(format!(
@@ -425,6 +423,7 @@ pub(super) fn run_live(
     wait_until(o, &mut rt, end_at, || sample(&mut last, &mut gone))?;
     sample(&mut last, &mut gone);
     let (ticks1, w1) = (cpu_ticks(&o.procfs), Instant::now());
+    drop(fifo);
     let wall = w1 - w0;
 
     if !wait_exit(o, &mut rt, TAIL + Duration::from_secs(5))? {
@@ -466,7 +465,9 @@ pub(super) fn run_live(
             let (text, cpu_s) = r.describe();
             // What is replayed, for whoever keeps the run's files.
             let _ = std::fs::write(dir.join("others.txt"), text);
-            let _ = std::fs::write(dir.join("others.json"), r.to_json());
+            // What `--from` replays them from.
+            let json = dir.join("others.json");
+            std::fs::write(&json, r.to_json()).map_err(Error::io(&json))?;
             notes.push(format!(
                 "the machine's other threads, traced live, replayed in the simulation: {} threads, {cpu_s:.2} CPU s{}",
                 r.tasks.len(),

@@ -88,11 +88,11 @@ mod live;
 mod log;
 mod machine;
 mod others;
-pub use kept::{again, Again};
 mod prepare;
 mod runs;
 mod sim;
 pub mod tolerance;
+pub use kept::{again, Again};
 use live::*;
 use log::*;
 use machine::*;
@@ -270,6 +270,9 @@ pub struct Options {
     /// Trace the machine's other threads during each live run and replay
     /// them in the simulation ([`others`]).
     pub others: bool,
+    /// Set by [`run`] when keeping: this invocation's mark in the files
+    /// it keeps ([`kept`]).
+    pub keep_id: Option<String>,
 }
 
 /// Left out at the end: the live side reads the threads before rt-app
@@ -474,21 +477,16 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
         ),
     };
     std::fs::create_dir_all(&base).map_err(Error::io(&base))?;
+    let runs = o.runs.max(1);
+    let mut o = o.clone();
     if o.keep.is_some() {
-        kept::write_settings(
-            &base,
-            &kept::Settings {
-                machine: machine.clone(),
-                sim: sim.clone(),
-                seconds: o.seconds,
-                warmup_ms: o.warmup.as_millis() as u64,
-                runs: o.runs.max(1),
-            },
-        )?;
+        let settings = kept::Settings::new(machine.clone(), sim.clone(), &o, TAIL, &selected);
+        kept::write_settings(&base, &settings)?;
+        o.keep_id = Some(settings.invocation);
     }
+    let o = &o;
     let mut cases = Vec::new();
     let mut result = Ok(());
-    let runs = o.runs.max(1);
     'cases: for case in selected {
         let mut reps = Vec::new();
         let mut failed = Vec::new();
@@ -819,31 +817,46 @@ fn run_case(
     ));
     let live = run_live(o, &mut groups, &threads, &workload_path, &live_dir)?;
     groups.cleanup();
-    if o.keep.is_some() {
-        kept::write_live(&live_dir, &live, &cal, &root)?;
+    if let Some(id) = &o.keep_id {
+        kept::write_live(&live_dir, id, &live, &cal, &root, case.groups)?;
     }
     let run = Window {
         warmup: o.warmup,
         seconds: o.seconds,
+        tail: TAIL,
     };
     compare(
-        run, case, sim, dir, &work, &threads, live, cal, &root, progress,
+        run,
+        case,
+        case.groups,
+        sim,
+        dir,
+        &work,
+        &threads,
+        live,
+        cal,
+        &root,
+        progress,
     )
 }
 
-/// The length of a case's runs and the part left out at the start.
+/// The length of a case's runs, the part left out at the start and the
+/// part left out at the end ([`TAIL`] when live now).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Window {
     pub(super) warmup: Duration,
     pub(super) seconds: u64,
+    pub(super) tail: Duration,
 }
 
 /// The simulated half of a case's run, and the comparison: `live` is
-/// what the live run of `work` measured (just now, or kept by `--keep`).
+/// what the live run of `work` measured (just now, or kept by `--keep`),
+/// with the case's `groups`; the simulated side's files go to `dir`.
 #[allow(clippy::too_many_arguments)]
 fn compare(
     run: Window,
     case: &Case,
+    groups: &[(&str, u64)],
     sim: &SimInfo,
     dir: &Path,
     work: &rtapp::Workload,
@@ -853,7 +866,7 @@ fn compare(
     root: &str,
     progress: &mut impl FnMut(&str),
 ) -> Result<CaseReport> {
-    let window = (run.warmup, Duration::from_secs(run.seconds) - TAIL);
+    let window = (run.warmup, Duration::from_secs(run.seconds) - run.tail);
     let live_sides = live_sides(&live, sim, threads.len(), window);
     // Both sides ask for the same CPU: each task's `run` costs in the
     // simulator what it cost live (the loop's speed drifts on this VM,
@@ -881,7 +894,7 @@ fn compare(
         tick_phase_us,
         scaled,
         live.others.clone(),
-        case.groups,
+        groups,
         root,
         dir,
     )?;

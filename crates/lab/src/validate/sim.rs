@@ -81,7 +81,7 @@ pub(super) fn run_sim(
     m.record();
     m.advance_to(run.warmup.as_nanos() as u64);
     let a = counters(&m);
-    m.advance_to((Duration::from_secs(run.seconds) - TAIL).as_nanos() as u64);
+    m.advance_to((Duration::from_secs(run.seconds) - run.tail).as_nanos() as u64);
     let b = counters(&m);
     // On to the end, as rt-app goes on, so that the iterations under way
     // at the window's end are logged on both sides.

@@ -39,7 +39,6 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
         vcpu_pack_util: None,
         runs: 1,
         others: true,
-        keep_id: None,
     };
     let report = validate::run(&opts, |line| eprintln!("validate: {line}")).unwrap();
     assert_eq!(report.cases.len(), 1);

@@ -862,7 +862,6 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         seconds: args.seconds as u64,
         runs: args.runs as usize,
         others: !args.no_others,
-        keep_id: None,
         warmup: Duration::from_secs(1),
         case: args.case.clone(),
         keep: args.keep.clone(),

@@ -240,11 +240,7 @@ fn again_cases(
         let mut reps = Vec::new();
         let mut left_out = Vec::new();
         for r in 1..=settings.runs {
-            let rel = if settings.runs == 1 {
-                PathBuf::from(case.name)
-            } else {
-                Path::new(case.name).join(format!("run-{r}"))
-            };
+            let rel = run_dir(case, settings.runs, r);
             let dir = a.from.join(&rel);
             if !dir.join("live").join(LIVE).exists() {
                 left_out.push(format!(
@@ -327,11 +323,7 @@ fn read_run(dir: &Path, invocation: &str) -> Result<KeptRun> {
             ),
         });
     }
-    let logs = threads
-        .iter()
-        .enumerate()
-        .map(|(i, th)| read_log(&live_dir.join(format!("rt-app-{}-{i}.log", th.task)), true))
-        .collect::<Result<Vec<_>, _>>()?;
+    let logs = live_logs(&live_dir, &threads)?;
     let others_path = live_dir.join("others.json");
     let others = if k.others == 0 {
         Vec::new()

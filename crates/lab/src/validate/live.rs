@@ -326,6 +326,16 @@ impl Drop for FifoSampler {
     }
 }
 
+/// The live rt-app's logs in `dir`, one per thread (rt-app names each
+/// `rt-app-<task>-<index>.log`).
+pub(super) fn live_logs(dir: &Path, threads: &[Thread]) -> Result<Vec<Vec<LogLine>>> {
+    threads
+        .iter()
+        .enumerate()
+        .map(|(i, th)| read_log(&dir.join(format!("rt-app-{}-{i}.log", th.task)), true))
+        .collect()
+}
+
 pub(super) fn run_live(
     o: &Options,
     groups: &mut LabGroups,
@@ -449,11 +459,7 @@ pub(super) fn run_live(
         }
         _ => (f64::NAN, f64::NAN),
     };
-    let logs = threads
-        .iter()
-        .enumerate()
-        .map(|(i, th)| read_log(&dir.join(format!("rt-app-{}-{i}.log", th.task)), true))
-        .collect::<Result<Vec<_>, _>>()?;
+    let logs = live_logs(dir, threads)?;
     let t0_us = logs
         .iter()
         .flatten()

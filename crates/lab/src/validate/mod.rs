@@ -270,9 +270,6 @@ pub struct Options {
     /// Trace the machine's other threads during each live run and replay
     /// them in the simulation ([`others`]).
     pub others: bool,
-    /// Set by [`run`] when keeping: this invocation's mark in the files
-    /// it keeps ([`kept`]).
-    pub keep_id: Option<String>,
 }
 
 /// Left out at the end: the live side reads the threads before rt-app
@@ -478,13 +475,15 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
     };
     std::fs::create_dir_all(&base).map_err(Error::io(&base))?;
     let runs = o.runs.max(1);
-    let mut o = o.clone();
-    if o.keep.is_some() {
-        let settings = kept::Settings::new(machine.clone(), sim.clone(), &o, TAIL, &selected);
-        kept::write_settings(&base, &settings)?;
-        o.keep_id = Some(settings.invocation);
-    }
-    let o = &o;
+    // This invocation's mark in the files it keeps ([`kept`]).
+    let keep_id = match o.keep {
+        Some(_) => {
+            let settings = kept::Settings::new(machine.clone(), sim.clone(), o, TAIL, &selected);
+            kept::write_settings(&base, &settings)?;
+            Some(settings.invocation)
+        }
+        None => None,
+    };
     let mut cases = Vec::new();
     let mut result = Ok(());
     'cases: for case in selected {
@@ -495,13 +494,11 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
                 result = Err(Error::Interrupted);
                 break 'cases;
             }
-            let dir = if runs == 1 {
-                base.join(case.name)
-            } else {
+            if runs > 1 {
                 progress(&format!("{}: run {r} of {runs}", case.name));
-                base.join(case.name).join(format!("run-{r}"))
-            };
-            match run_case(o, case, &sim, &dir, &mut progress) {
+            }
+            let dir = base.join(run_dir(case, runs, r));
+            match run_case(o, case, &sim, &dir, keep_id.as_deref(), &mut progress) {
                 Ok(rep) => {
                     let skip = rep.skipped.is_some();
                     reps.push(rep);
@@ -762,11 +759,24 @@ fn live_sides(live: &Live, sim: &SimInfo, n: usize, window: (Duration, Duration)
         .collect()
 }
 
+/// Where run `r` of `runs` of `case` keeps its files, under the
+/// experiment's directory.
+fn run_dir(case: &Case, runs: usize, r: usize) -> PathBuf {
+    if runs == 1 {
+        PathBuf::from(case.name)
+    } else {
+        Path::new(case.name).join(format!("run-{r}"))
+    }
+}
+
+/// One run of `case`, live then simulated; kept for `--from` with the
+/// invocation's mark `keep_id` when keeping.
 fn run_case(
     o: &Options,
     case: &Case,
     sim: &SimInfo,
     dir: &Path,
+    keep_id: Option<&str>,
     progress: &mut impl FnMut(&str),
 ) -> Result<CaseReport> {
     let (text, label) = match case_text(case) {
@@ -817,7 +827,7 @@ fn run_case(
     ));
     let live = run_live(o, &mut groups, &threads, &workload_path, &live_dir)?;
     groups.cleanup();
-    if let Some(id) = &o.keep_id {
+    if let Some(id) = keep_id {
         kept::write_live(&live_dir, id, &live, &cal, &root, case.groups)?;
     }
     let run = Window {

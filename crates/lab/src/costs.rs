@@ -36,6 +36,17 @@
 //!   L2 cache (every 64-byte line), pass after pass; a pass right after
 //!   it moved to the other CPU, less a pass where its data already is,
 //!   is what the move cost it.
+//! - **Waker**: a thread on one CPU wakes (`futex` `FUTEX_WAKE`) a
+//!   thread asleep in `FUTEX_WAIT` on the other, idle CPU (idle for
+//!   [`WAKER_IDLE_NS`] first); the call's time, from before to after it,
+//!   is what the wake-up cost its waker: the system call,
+//!   `try_to_wake_up` and the IPI to the idle CPU (on a virtual
+//!   machine, the exit to the host that sends it). A call that found no
+//!   sleeper (it had not gone back to sleep yet) is not counted.
+//! - **Waker, same CPU**: the same with the sleeper on the waker's CPU,
+//!   as a SCHED_IDLE thread so that its wake-up does not preempt the
+//!   waker (no IPI in it); the waker then sleeps [`WAKER_IDLE_NS`] to let
+//!   it run and go back to sleep.
 //! - **Tick**: a thread spins reading the clock; the gaps in its readings
 //!   longer than 1 µs are the interrupts that took its CPU, and the
 //!   local timer interrupts (`LOC` in `/proc/interrupts`) counted
@@ -56,6 +67,11 @@ pub struct Costs {
     pub timer_preempt_ns: u64,
     pub migration_ns: u64,
     pub tick_ns: u64,
+    /// Nil in what an older build kept (`lab validate --keep`).
+    #[serde(default)]
+    pub waker_ns: u64,
+    #[serde(default)]
+    pub waker_local_ns: u64,
 }
 
 impl Costs {
@@ -63,13 +79,15 @@ impl Costs {
     pub fn toml(&self) -> String {
         let us = |ns: u64| format!("\"{:.2}us\"", ns as f64 / 1000.0);
         format!(
-            "\n[costs]\ncontext_switch = {}\nwakeup = {}\ntimer_wakeup = {}\ntimer_preempt = {}\nmigration = {}\ntick = {}\n",
+            "\n[costs]\ncontext_switch = {}\nwakeup = {}\ntimer_wakeup = {}\ntimer_preempt = {}\nmigration = {}\ntick = {}\nwaker = {}\nwaker_local = {}\n",
             us(self.context_switch_ns),
             us(self.wakeup_ns),
             us(self.timer_wakeup_ns),
             us(self.timer_preempt_ns),
             us(self.migration_ns),
-            us(self.tick_ns)
+            us(self.tick_ns),
+            us(self.waker_ns),
+            us(self.waker_local_ns)
         )
     }
 }
@@ -201,6 +219,23 @@ fn timer_wakeup(cpu: usize, n: usize) -> Result<u64> {
     Ok(median(late))
 }
 
+/// Makes the calling thread SCHED_IDLE (a thread of ours, which ends
+/// with the measurement).
+fn sched_idle() -> Result<()> {
+    let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    let attr = corral_linux::sched::sched_getattr(tid)
+        .map_err(|e| Error::Measurement(format!("sched_getattr: {e}")))?;
+    corral_linux::sched::sched_setattr(
+        tid,
+        &corral_linux::sched::SchedAttr {
+            sched_policy: libc::SCHED_IDLE as u32,
+            sched_nice: 0,
+            ..attr
+        },
+    )
+    .map_err(|e| Error::Measurement(format!("SCHED_IDLE: {e}")))
+}
+
 /// [`timer_wakeup`] on `cpu` kept busy by a SCHED_IDLE thread of ours
 /// (spinning until the sleeps end), which each wake-up preempts.
 fn timer_preempt(cpu: usize, n: usize) -> Result<u64> {
@@ -209,18 +244,7 @@ fn timer_preempt(cpu: usize, n: usize) -> Result<u64> {
     std::thread::scope(|s| {
         let spinner = s.spawn(|| -> Result<()> {
             pin(cpu)?;
-            let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
-            let attr = corral_linux::sched::sched_getattr(tid)
-                .map_err(|e| Error::Measurement(format!("sched_getattr: {e}")))?;
-            corral_linux::sched::sched_setattr(
-                tid,
-                &corral_linux::sched::SchedAttr {
-                    sched_policy: libc::SCHED_IDLE as u32,
-                    sched_nice: 0,
-                    ..attr
-                },
-            )
-            .map_err(|e| Error::Measurement(format!("SCHED_IDLE: {e}")))?;
+            sched_idle()?;
             while !stop.load(Ordering::Relaxed) {
                 std::hint::spin_loop();
             }
@@ -234,6 +258,93 @@ fn timer_preempt(cpu: usize, n: usize) -> Result<u64> {
             .join()
             .unwrap_or_else(|_| Err(Error::Measurement("the spinning thread panicked".into())));
         spun.and(r)
+    })
+}
+
+/// How long the sleeper's CPU idles before each wake-up [`waker`]
+/// measures, ns (the waker spins meanwhile).
+pub const WAKER_IDLE_NS: u64 = 200_000;
+
+/// A wake-up's cost to its waker on `a`, ns: the median, over `n`
+/// wake-ups of a thread asleep on `b`, of the `FUTEX_WAKE` call's time.
+/// With `b` another CPU, it idles meanwhile; with `b == a`, the sleeper
+/// is SCHED_IDLE and the waker sleeps to let it run. At least half of
+/// the wake-ups must have found the sleeper.
+fn waker(a: usize, b: usize, n: usize) -> Result<u64> {
+    use rustix::thread::futex;
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    // 1: wake up; the sleeper puts it back to 0.
+    let word = AtomicU32::new(0);
+    let seen = AtomicU32::new(0);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let sleeper = s.spawn(|| -> Result<()> {
+            pin(b)?;
+            if a == b {
+                sched_idle()?;
+            }
+            loop {
+                while word.load(Ordering::Acquire) == 0 {
+                    // EAGAIN (the word changed first) or EINTR: look again.
+                    let _ = futex::wait(&word, futex::Flags::PRIVATE, 0, None);
+                }
+                if stop.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                word.store(0, Ordering::Release);
+                seen.fetch_add(1, Ordering::Release);
+            }
+        });
+        let measured = (|| -> Result<u64> {
+            pin(a)?;
+            let mut took = Vec::with_capacity(n);
+            for i in 0..n as u32 {
+                // The sleeper has seen the last wake-up; then its CPU
+                // idles a while.
+                if a == b {
+                    // (It runs only while this thread sleeps.)
+                    while seen.load(Ordering::Acquire) < i {
+                        std::thread::sleep(std::time::Duration::from_nanos(WAKER_IDLE_NS));
+                    }
+                } else {
+                    while seen.load(Ordering::Acquire) < i {
+                        std::hint::spin_loop();
+                    }
+                    let idle = mono_ns() + WAKER_IDLE_NS;
+                    while mono_ns() < idle {
+                        std::hint::spin_loop();
+                    }
+                }
+                let t0 = mono_ns();
+                word.store(1, Ordering::Release);
+                let woke = futex::wake(&word, futex::Flags::PRIVATE, 1)
+                    .map_err(|e| Error::Measurement(format!("FUTEX_WAKE: {e}")))?;
+                let t1 = mono_ns();
+                if woke == 1 {
+                    took.push(t1 - t0);
+                }
+            }
+            if took.len() < n / 2 {
+                return Err(Error::Measurement(format!(
+                    "only {} of {n} wake-ups found the thread asleep on CPU {b}",
+                    took.len()
+                )));
+            }
+            if a == b {
+                // Let it see the last one.
+                while seen.load(Ordering::Acquire) < n as u32 {
+                    std::thread::sleep(std::time::Duration::from_nanos(WAKER_IDLE_NS));
+                }
+            }
+            Ok(median(took))
+        })();
+        stop.store(true, Ordering::Release);
+        word.store(1, Ordering::Release);
+        let _ = futex::wake(&word, futex::Flags::PRIVATE, 1);
+        let slept = sleeper
+            .join()
+            .unwrap_or_else(|_| Err(Error::Measurement("the sleeping thread panicked".into())));
+        slept.and(measured)
     })
 }
 
@@ -387,6 +498,16 @@ fn measure_here(a: usize, b: usize, mut progress: impl FnMut(&str)) -> Result<Re
         bytes >> 10
     ));
     let (warm, moved) = migration(a, b, bytes, 41)?;
+    const WAKES: usize = 1000;
+    progress(&format!(
+        "{WAKES} wake-ups from CPU {a} of a thread asleep on CPU {b}"
+    ));
+    let waker_remote = waker(a, b, WAKES)?;
+    progress(&format!(
+        "{} wake-ups from CPU {a} of a SCHED_IDLE thread asleep on it",
+        WAKES / 2
+    ));
+    let waker_local = waker(a, a, WAKES / 2)?;
     progress(&format!("spinning on CPU {a} for 2 s"));
     let (g, ticks) = gaps(a, 2_000_000_000)?;
     let tick_gaps = on_the_tick_grid(&g, 2_000_000_000, ticks);
@@ -398,6 +519,8 @@ fn measure_here(a: usize, b: usize, mut progress: impl FnMut(&str)) -> Result<Re
         timer_preempt_ns: preempt,
         migration_ns: moved.saturating_sub(warm),
         tick_ns: median(tick_gaps),
+        waker_ns: waker_remote,
+        waker_local_ns: waker_local,
     };
     Ok(Report {
         costs,
@@ -429,6 +552,8 @@ mod tests {
             timer_preempt_ns: 21_000,
             migration_ns: 45_500,
             tick_ns: 3_010,
+            waker_ns: 9_870,
+            waker_local_ns: 1_230,
         };
         let spec =
             corral_sim::input::platform::parse(&format!("cpus = 2\n{}", c.toml()), "t").unwrap();
@@ -440,9 +565,11 @@ mod tests {
                 got.timer_wakeup,
                 got.timer_preempt,
                 got.migration,
-                got.tick
+                got.tick,
+                got.waker,
+                got.waker_local
             ),
-            (2_140, 31_000, 98_000, 21_000, 45_500, 3_010)
+            (2_140, 31_000, 98_000, 21_000, 45_500, 3_010, 9_870, 1_230)
         );
     }
 
@@ -482,6 +609,8 @@ mod tests {
                 && c.wakeup_ns > 0
                 && c.timer_wakeup_ns > 0
                 && c.timer_preempt_ns > 0
+                && c.waker_ns > 0
+                && c.waker_local_ns > 0
                 && r.tick_gaps > 0,
             "{r:?}"
         );

@@ -812,13 +812,15 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         match measured {
             Ok(r) => {
                 eprintln!(
-                    "corral lab validate: costs: switch {} ns, wake-up {} ns, timer wake-up {} ns, preempting {} ns, migration {} ns, tick {} ns",
+                    "corral lab validate: costs: switch {} ns, wake-up {} ns, timer wake-up {} ns, preempting {} ns, migration {} ns, tick {} ns, waker {} ns (same CPU {} ns)",
                     r.costs.context_switch_ns,
                     r.costs.wakeup_ns,
                     r.costs.timer_wakeup_ns,
                     r.costs.timer_preempt_ns,
                     r.costs.migration_ns,
-                    r.costs.tick_ns
+                    r.costs.tick_ns,
+                    r.costs.waker_ns,
+                    r.costs.waker_local_ns
                 );
                 Some(r.costs)
             }
@@ -904,8 +906,8 @@ fn print_validate(r: &corral_lab::validate::Report, json: bool) -> anyhow::Resul
         r.sim.hz,
         match r.sim.costs {
             Some(c) => format!(
-                "the scheduler's work charged at the live machine's measured costs (switch {} ns, wake-up {} ns, timer wake-up {} ns, preempting {} ns, migration {} ns, tick {} ns)",
-                c.context_switch_ns, c.wakeup_ns, c.timer_wakeup_ns, c.timer_preempt_ns, c.migration_ns, c.tick_ns
+                "the scheduler's work charged at the live machine's measured costs (switch {} ns, wake-up {} ns, timer wake-up {} ns, preempting {} ns, migration {} ns, tick {} ns, waker {} ns, same CPU {} ns)",
+                c.context_switch_ns, c.wakeup_ns, c.timer_wakeup_ns, c.timer_preempt_ns, c.migration_ns, c.tick_ns, c.waker_ns, c.waker_local_ns
             ),
             None => "the scheduler's own work free".into(),
         },
@@ -1622,6 +1624,21 @@ pub fn costs(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Result
             "median of the {} interrupts on the tick's grid of {} seen by a spinning thread ({} ticks counted)",
             r.tick_gaps, r.gaps, r.ticks
         ),
+    ]);
+    t.row(vec![
+        "waker (its own CPU per wake-up)".into(),
+        c.waker_ns.to_string(),
+        format!(
+            "FUTEX_WAKE of a thread asleep on CPU {}, idle {} us before each: before -> after the call",
+            r.cpus.1,
+            corral_lab::costs::WAKER_IDLE_NS / 1000
+        ),
+    ]);
+    t.row(vec![
+        "waker, wakee on its CPU".into(),
+        c.waker_local_ns.to_string(),
+        "the same with a SCHED_IDLE thread asleep on the waker's CPU (no preemption, no IPI)"
+            .into(),
     ]);
     print!("{}", t.render());
     println!("\nfor a platform file (corral sim --platform):{}", c.toml());

@@ -402,6 +402,8 @@ mod tests {
             timer_preempt_ns: 13_000,
             migration_ns: 700,
             tick_ns: 29_000,
+            waker_ns: 4_000,
+            waker_local_ns: 900,
         };
         let a = |costs, pack| Again {
             from: "/kept".into(),

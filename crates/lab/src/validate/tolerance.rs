@@ -60,7 +60,8 @@ impl Measure {
                  as `corral lab placement` measures it, by a rule read off probes, not the \
                  vendor's source (where the rule sits and what else it changes are guesses); \
                  the scheduler's own work is charged at this machine's measured costs per \
-                 switch, wake-up, timer wake-up, timer preemption, migration and tick, not per path taken \
+                 switch, wake-up, timer wake-up, timer preemption, migration and tick, and the \
+                 waker's own per wake-up (onto another CPU or its own), not per path taken \
                  (free with --no-costs)"
             }
             Measure::WakeupP99 | Measure::ResponseP99 => {

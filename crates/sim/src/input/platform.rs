@@ -27,6 +27,8 @@
 //! timer_preempt = "20us"
 //! migration = "40us"
 //! tick = "3us"
+//! waker = "10us"                       # (waker_local: waker's when not given)
+//! waker_local = "2us"
 //!
 //! [groups."/bg"]                        # cpu controller groups
 //! shares = 52
@@ -100,6 +102,8 @@ struct CostsEntry {
     timer_preempt: Option<String>,
     migration: Option<String>,
     tick: Option<String>,
+    waker: Option<String>,
+    waker_local: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -268,6 +272,7 @@ fn costs(c: &CostsEntry, at: At) -> Result<crate::sched::machine::Costs, Error> 
         }
     };
     let wakeup = time("wakeup", &c.wakeup)?;
+    let waker = time("waker", &c.waker)?;
     Ok(crate::sched::machine::Costs {
         context_switch: time("context_switch", &c.context_switch)?,
         wakeup,
@@ -278,6 +283,11 @@ fn costs(c: &CostsEntry, at: At) -> Result<crate::sched::machine::Costs, Error> 
         timer_preempt: time("timer_preempt", &c.timer_preempt)?,
         migration: time("migration", &c.migration)?,
         tick: time("tick", &c.tick)?,
+        waker,
+        waker_local: match c.waker_local {
+            None => waker,
+            Some(_) => time("waker_local", &c.waker_local)?,
+        },
     })
 }
 

@@ -82,9 +82,20 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 ///   preempts the task running there runs that much later (the timer
 ///   interrupt, the resched at its exit, the switch).
 ///
-/// XXX: a wake-up by a task that preempts costs nothing here (the IPI to
-/// a busy CPU, or the waker's own next preemption point, is not
-/// modelled).
+/// - `waker`: a task that wakes another onto another CPU pays it, as CPU
+///   time, before its next step that is not work (a run's time includes
+///   it): the `futex`/`write` system call's `try_to_wake_up`, with the
+///   IPI (on a virtual machine, an exit to the host) it sends to an idle
+///   CPU; `corral lab costs` measures it so;
+/// - `waker_local`: the same for a wake-up onto the waker's own CPU (no
+///   IPI).
+///
+/// XXX: a wake-up onto another busy CPU pays `waker` (no IPI unless it
+/// preempts), and a broadcast pays one system call per task it wakes.
+///
+/// XXX: a wake-up by a task that preempts costs the woken task nothing
+/// here (the IPI to a busy CPU, or the waker's own next preemption
+/// point, is not modelled).
 ///
 /// XXX: a timed sleep that ends onto another idle CPU than its timer's
 /// pays `timer_wakeup` alone, not the timer's interrupt and an IPI.
@@ -100,8 +111,7 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 /// XXX: the kernel splits a switch's cost between the task leaving and
 /// the one arriving, and a refill's with the time the data would have
 /// taken anyway; here each is charged whole to the arriving task, as CPU
-/// time before its work. A task that blocks before running work carries
-/// its debt to its next run.
+/// time before it goes on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Costs {
     pub context_switch: Ns,
@@ -110,6 +120,8 @@ pub struct Costs {
     pub timer_preempt: Ns,
     pub migration: Ns,
     pub tick: Ns,
+    pub waker: Ns,
+    pub waker_local: Ns,
 }
 
 /// What ends a task's sleep ([`Costs`] differ).
@@ -287,6 +299,12 @@ struct Task {
     nice: i32,
     /// A mutex to take before going on (after a `wait` was signalled).
     relock: Option<u32>,
+    /// A barrier to arrive at once it holds the barrier's mutex (it
+    /// waited for the mutex on its way in).
+    arrive: Option<u32>,
+    /// A mutex to let go before going on, once the costs it owes are paid
+    /// (rt-app's `pthread_mutex_unlock` at a barrier's end).
+    unlock_then: Option<u32>,
     /// A recorded fork not yet forked (`corral_forked`).
     unborn: bool,
     stats: TaskStats,
@@ -598,6 +616,8 @@ impl Task {
             ready_since: 0,
             nice: if t.policy.is_rt() { 0 } else { t.priority },
             relock: None,
+            arrive: None,
+            unlock_then: None,
             unborn: false,
             on_cpu_since: 0,
             iter_start: None,
@@ -1369,6 +1389,11 @@ impl<K: SchedClass> Machine<K> {
             Waker::Timer => Some((prev, None)),
         };
         let cpu = self.select_cpu(t, prev, this);
+        // The waker's own cost (`Costs::waker`), paid from its run.
+        if let Some((here, Some(w))) = this {
+            let c = &self.platform.costs;
+            self.tasks[w].overhead += if here == cpu { c.waker_local } else { c.waker };
+        }
         if let Some((boost, _)) = self.wake_boost[t] {
             self.k.set_nice(t, boost);
             self.tasks[t].nice = boost;
@@ -1843,13 +1868,27 @@ impl<K: SchedClass> Machine<K> {
                 task.iter_wu_lat += now.saturating_sub(due);
             }
         }
-        if self.tasks[t].remaining > 0 {
+        // Work left, or costs owed (`Costs`: its switch, its move), run
+        // first; then its next events.
+        if self.tasks[t].remaining > 0 || self.tasks[t].overhead > 0 {
             let wall = self.wall_for(t, cpu);
             let gen = self.tasks[t].gen;
             self.q.after(wall, Ev::RunDone(t, gen));
         } else {
             self.step_task(t);
         }
+    }
+
+    /// Running task `t` runs the costs it owes (`Costs`) as CPU time, then
+    /// steps on (`Ev::RunDone`).
+    fn pay(&mut self, t: TaskId) {
+        let now = self.now();
+        let task = &mut self.tasks[t];
+        task.remaining = 0;
+        task.scaled = false;
+        task.run_start = now;
+        let (wall, gen) = (task.overhead, task.gen);
+        self.q.after(wall, Ev::RunDone(t, gen));
     }
 
     /// The running task stops: it sleeps, waits or exits.
@@ -2157,18 +2196,36 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
-    /// rt-app's `barrier`: `t` arrives at barrier `id`; the last to arrive
-    /// wakes the others and goes on (true), the others wait (false).
-    fn barrier(&mut self, t: TaskId, id: u32) -> bool {
+    /// rt-app's `barrier`, as `run_event` (`src/rt-app.c`) does it:
+    ///
+    /// ```text
+    /// pthread_mutex_lock(m)
+    /// if waiting == 0: pthread_cond_broadcast(c)        (the last to arrive)
+    /// else: waiting -= 1; pthread_cond_wait(c, m); waiting += 1
+    /// pthread_mutex_unlock(m)
+    /// ```
+    ///
+    /// `t`, holding the barrier's mutex (the mutex of the same name),
+    /// arrives at barrier `id`. The last to arrive wakes the others and
+    /// goes on (true), letting the mutex go once it has paid for the
+    /// wake-ups (`Costs::waker`); the others let it go and wait (false).
+    /// Each woken one takes the mutex again, then lets it go: one woken
+    /// onto the waker's CPU that preempts it while it still holds the
+    /// mutex blocks on it, and the mutex hands the waiters on one by one.
+    fn arrive(&mut self, t: TaskId, id: u32) -> bool {
         let entry = &mut self.barriers[id as usize];
         entry.1.push(t);
         if entry.1.len() < entry.0 {
+            self.unlock(id);
             return false;
         }
         let others: Vec<TaskId> = entry.1.drain(..).filter(|&w| w != t).collect();
         for w in others {
+            self.tasks[w].relock = Some(id);
+            self.tasks[w].unlock_then = Some(id);
             self.wake(w);
         }
+        self.tasks[t].unlock_then = Some(id);
         true
     }
 
@@ -2188,14 +2245,33 @@ impl<K: SchedClass> Machine<K> {
             }
             self.tasks[t].relock = None;
         }
+        if let Some(b) = self.tasks[t].arrive.take() {
+            if !self.arrive(t, b) {
+                return self.block(t, false);
+            }
+        }
         let work = Rc::clone(&self.work);
         let spec = &work.tasks[self.tasks[t].spec];
         loop {
+            // Costs owed (`Costs`: the wake-ups it made, its switch) are
+            // run before a mutex it holds is let go, and before any event
+            // but a run (whose time includes them).
+            if let Some(m) = self.tasks[t].unlock_then {
+                if self.tasks[t].overhead > 0 {
+                    return self.pay(t);
+                }
+                self.tasks[t].unlock_then = None;
+                self.unlock(m);
+            }
             let now = self.now();
             let Some((phase, index)) = self.next_event(t) else {
                 return self.block(t, true);
             };
             let ev = &spec.phases[phase].events[index];
+            if self.tasks[t].overhead > 0 && !matches!(ev, Event::Run(_) | Event::Runtime(_)) {
+                self.tasks[t].event -= 1;
+                return self.pay(t);
+            }
             let (id, id2) = self.ids[self.tasks[t].spec][phase][index];
             // A new phase may forbid the CPU it runs on: move, then go on.
             if !self.may_use(t, self.tasks[t].cpu) {
@@ -2270,7 +2346,11 @@ impl<K: SchedClass> Machine<K> {
                     return self.block(t, false);
                 }
                 Event::Barrier(_) => {
-                    if !self.barrier(t, id) {
+                    if !self.lock(t, id) {
+                        self.tasks[t].arrive = Some(id);
+                        return self.block(t, false);
+                    }
+                    if !self.arrive(t, id) {
                         return self.block(t, false);
                     }
                 }
@@ -2657,6 +2737,101 @@ mod tests {
         assert!(l.count >= 99, "{l:?}");
         assert!(l.percentile(50.0).abs_diff(20_000) < 200, "{l:?}");
         assert_eq!(l.max, 20_000, "{l:?}");
+    }
+
+    /// `Costs::waker` / `waker_local`: a task that wakes another pays,
+    /// as CPU time of its own, the wake-up's cost: `waker` onto another
+    /// CPU, `waker_local` onto its own; the woken task pays none of it.
+    #[test]
+    fn a_waker_pays_for_the_wake_ups_it_makes() {
+        let json = |wakee_cpu: u32| {
+            format!(
+                r#"{{"tasks": {{
+                "m": {{"loop": 50, "cpus": [0], "run": 100, "resume": "q",
+                    "timer": {{"ref": "t", "period": 10000}}}},
+                "w": {{"loop": -1, "cpus": [{wakee_cpu}], "policy": "SCHED_IDLE",
+                    "suspend": "q", "run": 100}}}}}}"#
+            )
+        };
+        let run_with = |wakee_cpu: u32, costs: Costs| {
+            let mut p = Platform::uniform(2);
+            p.costs = costs;
+            let w = parse(&json(wakee_cpu), "test").unwrap();
+            let mut m = Machine::new(p, w, Fair::eevdf(2)).unwrap();
+            m.run_until(1_000_000_000);
+            m.stats()
+        };
+        let costs = Costs {
+            waker: 20_000,
+            waker_local: 3_000,
+            ..Default::default()
+        };
+        for (cpu, each) in [(1, 20_000), (0, 3_000)] {
+            let s = run_with(cpu, costs);
+            // w's wake-ups by m (its start is by none).
+            let woken = s[1].wakeups - 1;
+            assert!(woken >= 49, "{:?}", s[1]);
+            assert_eq!(
+                s[0].cpu_ns,
+                50 * 100_000 + woken * each,
+                "wakee on CPU {cpu}"
+            );
+            assert_eq!(s[1].cpu_ns, woken * 100_000, "wakee on CPU {cpu}");
+        }
+        let free = run_with(1, Costs::default());
+        assert_eq!(free[0].cpu_ns, 50 * 100_000);
+    }
+
+    /// rt-app's `barrier` is a mutex and a condition (`Machine::arrive`):
+    /// the last to arrive broadcasts holding the mutex and lets it go only
+    /// after paying for its wake-ups. A woken thread that runs meanwhile
+    /// (here on the other, idle CPU) blocks on the mutex and is woken
+    /// again when it is let go: two wake-ups per barrier, and its run
+    /// starts the waker's cost later. Free, one wake-up each, at once.
+    #[test]
+    fn a_barrier_wakes_its_waiters_through_its_mutex() {
+        let json = r#"{"tasks": {
+            "m": {"loop": 100, "cpus": [0], "barrier": "b",
+                "timer": {"ref": "t", "period": 10000}},
+            "w": {"loop": -1, "cpus": [1], "barrier": "b", "run": 1000}}}"#;
+        let run_with = |costs: Costs| {
+            let mut p = Platform::uniform(2);
+            p.costs = costs;
+            let mut m = Machine::new(p, parse(json, "test").unwrap(), Fair::eevdf(2)).unwrap();
+            m.record();
+            m.run_until(1_000_000_000);
+            let starts: Vec<Ns> = m
+                .slices()
+                .iter()
+                .filter(|r| r.task == 1 && r.start > 0 && r.end - r.start >= 1_000_000)
+                .map(|r| r.start)
+                .collect();
+            (m.stats(), starts)
+        };
+        let (free, free_starts) = run_with(Costs::default());
+        let (m, w) = (&free[0], &free[1]);
+        assert!(w.wakeups >= 100 && w.wakeups <= 102, "{w:?}");
+        assert_eq!(m.cpu_ns, 0, "{m:?}");
+        let (costly, starts) = run_with(Costs {
+            waker: 20_000,
+            ..Default::default()
+        });
+        let (m, w) = (&costly[0], &costly[1]);
+        assert!(w.wakeups >= 199 && w.wakeups <= 202, "{w:?}");
+        // m pays for both of w's wake-ups: the broadcast and the mutex's
+        // hand-over (w's start is by none).
+        assert_eq!(m.cpu_ns, (w.wakeups - 1) * 20_000, "{m:?}");
+        assert!(
+            starts.len() >= 98 && starts.len() == free_starts.len(),
+            "{starts:?}"
+        );
+        assert!(
+            starts
+                .iter()
+                .zip(&free_starts)
+                .all(|(c, f)| c - f == 20_000),
+            "{starts:?} {free_starts:?}"
+        );
     }
 
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks

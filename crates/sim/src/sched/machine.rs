@@ -82,16 +82,17 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 ///   preempts the task running there runs that much later (the timer
 ///   interrupt, the resched at its exit, the switch).
 ///
-/// - `waker`: a task that wakes another onto another CPU pays it, as CPU
-///   time, before its next step that is not work (a run's time includes
-///   it): the `futex`/`write` system call's `try_to_wake_up`, with the
-///   IPI (on a virtual machine, an exit to the host) it sends to an idle
-///   CPU; `corral lab costs` measures it so;
-/// - `waker_local`: the same for a wake-up onto the waker's own CPU (no
-///   IPI).
+/// - `waker`: a task that wakes another onto another CPU that idles, or
+///   whose task the wake-up preempts, pays it, as CPU time, before its
+///   next step that is not work (a run's time includes it): the
+///   `futex`/`write` system call's `try_to_wake_up`, with the IPI (on a
+///   virtual machine, an exit to the host) it sends; `corral lab costs`
+///   measures it onto an idle CPU;
+/// - `waker_local`: the same for any other wake-up (onto the waker's own
+///   CPU, or onto another busy one it does not preempt: no IPI).
 ///
-/// XXX: a wake-up onto another busy CPU pays `waker` (no IPI unless it
-/// preempts), and a broadcast pays one system call per task it wakes.
+/// XXX: a broadcast pays one system call per task it wakes, and a
+/// resched IPI to a busy CPU costs what one to an idle CPU does.
 ///
 /// XXX: a wake-up by a task that preempts costs the woken task nothing
 /// here (the IPI to a busy CPU, or the waker's own next preemption
@@ -1389,11 +1390,6 @@ impl<K: SchedClass> Machine<K> {
             Waker::Timer => Some((prev, None)),
         };
         let cpu = self.select_cpu(t, prev, this);
-        // The waker's own cost (`Costs::waker`), paid from its run.
-        if let Some((here, Some(w))) = this {
-            let c = &self.platform.costs;
-            self.tasks[w].overhead += if here == cpu { c.waker_local } else { c.waker };
-        }
         if let Some((boost, _)) = self.wake_boost[t] {
             self.k.set_nice(t, boost);
             self.tasks[t].nice = boost;
@@ -1430,16 +1426,18 @@ impl<K: SchedClass> Machine<K> {
         // The reschedule happens at this same instant but from the event
         // queue (as the kernel's resched IPI / need_resched does), so a
         // chain of wake-ups never deepens the stack.
-        match self.k.curr(cpu) {
+        let preempts = match self.k.curr(cpu) {
             None => {
                 let cost = match by {
                     Waker::Task => self.platform.costs.wakeup,
                     Waker::Timer => self.platform.costs.timer_wakeup,
                 };
-                self.q.after(cost, Ev::Schedule(cpu))
+                self.q.after(cost, Ev::Schedule(cpu));
+                true
             }
             Some(c) => {
-                if self.k.check_preempt_wakeup(cpu, t, now) {
+                let preempts = self.k.check_preempt_wakeup(cpu, t, now);
+                if preempts {
                     match by {
                         Waker::Timer if self.platform.costs.timer_preempt > 0 => {
                             let gen = self.tasks[c].gen;
@@ -1451,7 +1449,17 @@ impl<K: SchedClass> Machine<K> {
                         _ => self.q.after(0, Ev::Preempt(cpu)),
                     }
                 }
+                preempts
             }
+        };
+        // The waker's own cost (`Costs`), paid from its run: an IPI goes
+        // to another CPU that idles (`ttwu_queue_wakelist`) or whose task
+        // the wake-up preempts (`resched_curr`); else the wake-up is done
+        // under the run queue's lock alone, as on the waker's own CPU.
+        if let Some((here, Some(w))) = this {
+            let c = &self.platform.costs;
+            let ipi = here != cpu && preempts;
+            self.tasks[w].overhead += if ipi { c.waker } else { c.waker_local };
         }
     }
 

@@ -906,8 +906,15 @@ fn print_validate(r: &corral_lab::validate::Report, json: bool) -> anyhow::Resul
         r.sim.hz,
         match r.sim.costs {
             Some(c) => format!(
-                "the scheduler's work charged at the live machine's measured costs (switch {} ns, wake-up {} ns, timer wake-up {} ns, preempting {} ns, migration {} ns, tick {} ns, waker {} ns, same CPU {} ns)",
-                c.context_switch_ns, c.wakeup_ns, c.timer_wakeup_ns, c.timer_preempt_ns, c.migration_ns, c.tick_ns, c.waker_ns, c.waker_local_ns
+                "the scheduler's work charged at the live machine's measured costs (switch {} ns, wake-up {} ns, timer wake-up {} ns, preempting {} ns, migration {} ns, tick {} ns, {})",
+                c.context_switch_ns, c.wakeup_ns, c.timer_wakeup_ns, c.timer_preempt_ns, c.migration_ns, c.tick_ns,
+                // A set kept by a build that did not measure the waker's
+                // cost reads back nil.
+                if c.waker_ns == 0 && c.waker_local_ns == 0 {
+                    "the waker's own cost not measured then, so free".to_string()
+                } else {
+                    format!("waker {} ns, same CPU {} ns", c.waker_ns, c.waker_local_ns)
+                }
             ),
             None => "the scheduler's own work free".into(),
         },

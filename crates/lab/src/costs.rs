@@ -301,15 +301,22 @@ fn waker(a: usize, b: usize, n: usize) -> Result<u64> {
             for i in 0..n as u32 {
                 // The sleeper has seen the last wake-up; then its CPU
                 // idles a while.
-                if a == b {
-                    // (It runs only while this thread sleeps.)
-                    while seen.load(Ordering::Acquire) < i {
-                        std::thread::sleep(std::time::Duration::from_nanos(WAKER_IDLE_NS));
+                let since = mono_ns();
+                while seen.load(Ordering::Acquire) < i {
+                    // (A sleeper that failed, or starved for that long.)
+                    if mono_ns() - since > 10_000_000_000 {
+                        return Err(Error::Measurement(format!(
+                            "the thread asleep on CPU {b} did not come back"
+                        )));
                     }
-                } else {
-                    while seen.load(Ordering::Acquire) < i {
+                    if a == b {
+                        // It runs only while this thread sleeps.
+                        std::thread::sleep(std::time::Duration::from_nanos(WAKER_IDLE_NS));
+                    } else {
                         std::hint::spin_loop();
                     }
+                }
+                if a != b {
                     let idle = mono_ns() + WAKER_IDLE_NS;
                     while mono_ns() < idle {
                         std::hint::spin_loop();
@@ -329,12 +336,6 @@ fn waker(a: usize, b: usize, n: usize) -> Result<u64> {
                     "only {} of {n} wake-ups found the thread asleep on CPU {b}",
                     took.len()
                 )));
-            }
-            if a == b {
-                // Let it see the last one.
-                while seen.load(Ordering::Acquire) < n as u32 {
-                    std::thread::sleep(std::time::Duration::from_nanos(WAKER_IDLE_NS));
-                }
             }
             Ok(median(took))
         })();

@@ -2227,12 +2227,15 @@ impl<K: SchedClass> Machine<K> {
             self.unlock(id);
             return false;
         }
-        let others: Vec<TaskId> = entry.1.drain(..).filter(|&w| w != t).collect();
-        for w in others {
+        // (The list is put back empty, to be reused, as `resume` does.)
+        let mut all = std::mem::take(&mut self.barriers[id as usize].1);
+        for &w in all.iter().filter(|&&w| w != t) {
             self.tasks[w].relock = Some(id);
             self.tasks[w].unlock_then = Some(id);
             self.wake(w);
         }
+        all.clear();
+        self.barriers[id as usize].1 = all;
         self.tasks[t].unlock_then = Some(id);
         true
     }

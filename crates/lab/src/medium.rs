@@ -149,5 +149,8 @@ pub fn run(
             nice: seen.as_ref().map(|e| e.nice),
         });
     }
+    // The daemons' configurations and logs; kept only when a step failed
+    // (the `?` above returns before this).
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(report)
 }

@@ -24,7 +24,10 @@
 //! The placer remembers where every thread (v2: every process) was before
 //! its first move and puts it back on [`Placer::release`] and
 //! [`Placer::restore_all`], which also moves out threads that were born
-//! inside corral's groups, and removes every group it made.
+//! inside corral's groups, and removes every group it made. A thread born
+//! inside (a command a managed shell started) was never anywhere else: its
+//! origin is its process's, or its nearest recorded ancestor process's,
+//! else the hierarchy's root — never a group of corral's own.
 
 use crate::cgroup::CgroupMounts;
 use crate::error::{Error, Result};
@@ -944,7 +947,7 @@ impl Placer {
                     self.v2_members.remove(&pid);
                     if let Some(origin) = self.origins.remove(&pid) {
                         if pid_alive {
-                            let dir = existing_or_root(&unified, &origin.cpu);
+                            let dir = self.home_dir(&unified, &origin.cpu);
                             write_task(&dir.join("cgroup.procs"), &pid.to_string())?;
                         }
                     }
@@ -1236,11 +1239,20 @@ impl Placer {
 
     fn put_back_v1(&self, cpu: &Path, cpuset: &Path, tid: u32, origin: &Origin) -> Result<()> {
         let id = tid.to_string();
-        write_task(&existing_or_root(cpu, &origin.cpu).join("tasks"), &id)?;
+        write_task(&self.home_dir(cpu, &origin.cpu).join("tasks"), &id)?;
         if let Some(path) = &origin.cpuset {
-            write_task(&existing_or_root(cpuset, path).join("tasks"), &id)?;
+            write_task(&self.home_dir(cpuset, path).join("tasks"), &id)?;
         }
         Ok(())
+    }
+
+    /// `mount/path` if that directory exists and is not corral's (an
+    /// older build's record may name one), else the mount's root.
+    fn home_dir(&self, mount: &Path, path: &str) -> PathBuf {
+        if self.ours(path) {
+            return mount.to_path_buf();
+        }
+        existing_or_root(mount, path)
     }
 
     /// Removes a group (its members were moved or released first). Tasks
@@ -1389,8 +1401,9 @@ impl Placer {
     }
 
     /// Moves whatever is still in `dir` to where it belongs: a thread born
-    /// in a corral group goes where its process's first managed thread came
-    /// from, or to the hierarchy's root.
+    /// in a corral group goes where its process's first managed thread, or
+    /// its nearest recorded ancestor process's, came from, or to the
+    /// hierarchy's root ([`Placer::home_of`]); never into corral's tree.
     fn drain(&self, dir: &Path) -> Result<(usize, usize)> {
         let (mut moved, mut to_origin) = (0, 0);
         match &self.layout {
@@ -1406,13 +1419,16 @@ impl Placer {
                 {
                     let origin = self.origins.get(&tid).cloned().or_else(|| {
                         let pid = tgid(&self.procfs, tid)?;
-                        self.origins.values().find(|o| o.pid == pid).cloned()
+                        self.home_of(pid).cloned()
                     });
                     let path = match (&origin, mount == cpuset) {
                         (Some(o), true) => o.cpuset.clone().unwrap_or_else(|| "/".into()),
                         (Some(o), false) => o.cpu.clone(),
                         (None, _) => "/".into(),
                     };
+                    // Never back into corral's tree (a record an older
+                    // build wrote may say so): that group is going away.
+                    let path = if self.ours(&path) { "/".into() } else { path };
                     if write_task(
                         &existing_or_root(mount, &path).join("tasks"),
                         &tid.to_string(),
@@ -1447,8 +1463,11 @@ impl Placer {
                     .split_whitespace()
                     .filter_map(|t| t.parse::<u32>().ok())
                 {
-                    let origin = self.origins.get(&pid);
-                    let path = origin.map_or("/".to_string(), |o| o.cpu.clone());
+                    let origin = self.origins.get(&pid).or_else(|| self.home_of(pid));
+                    let path = origin
+                        .map(|o| o.cpu.clone())
+                        .filter(|p| !self.ours(p))
+                        .unwrap_or_else(|| "/".into());
                     if write_task(
                         &existing_or_root(unified, &path).join("cgroup.procs"),
                         &pid.to_string(),
@@ -1555,20 +1574,60 @@ impl Placer {
                 v2 = Some(p.to_string());
             }
         }
+        // Born inside one of corral's groups (a managed thread forked it):
+        // where its process, or the nearest recorded ancestor, came from,
+        // else the hierarchy's root — never corral's group, which goes
+        // away (a thread put back there kept it busy: rmdir EBUSY).
+        let home = self.home_of(pid);
+        let outside = |path: Option<String>, field: fn(&Origin) -> Option<String>| match path {
+            Some(p) if self.ours(&p) => Some(home.and_then(field).unwrap_or_else(|| "/".into())),
+            other => other,
+        };
         Ok(Some(match self.layout {
             Layout::V1 { .. } | Layout::Threads => Origin {
                 pid,
                 start: crate::state::start_time(&self.procfs, pid, tid),
-                cpu: cpu.unwrap_or_else(|| "/".into()),
-                cpuset,
+                cpu: outside(cpu, |o| Some(o.cpu.clone())).unwrap_or_else(|| "/".into()),
+                cpuset: outside(cpuset, |o| o.cpuset.clone()),
             },
             Layout::V2 { .. } => Origin {
                 pid,
                 start: crate::state::start_time(&self.procfs, pid, pid),
-                cpu: v2.unwrap_or_else(|| "/".into()),
+                cpu: outside(v2, |o| Some(o.cpu.clone())).unwrap_or_else(|| "/".into()),
                 cpuset: None,
             },
         }))
+    }
+
+    /// Whether a cgroup path (as `/proc/PID/cgroup` gives it) lies in
+    /// corral's own tree.
+    fn ours(&self, path: &str) -> bool {
+        path.strip_prefix('/')
+            .and_then(|p| p.strip_prefix(self.root_name.as_str()))
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+
+    /// Where a task of process `pid` not recorded itself belongs: the
+    /// origin recorded for a thread of its process, else for its nearest
+    /// recorded ancestor process (a command a managed shell started is
+    /// born in the shell's group), outside corral's tree; `None`: the
+    /// hierarchy's root. (XXX: an ancestor's PID reused since is not
+    /// told apart; the start time of the origin is the keyed task's.)
+    fn home_of(&self, pid: u32) -> Option<&Origin> {
+        let mut at = Some(pid);
+        for _ in 0..32 {
+            let p = at.filter(|&p| p > 1)?;
+            let found = self.origins.values().find(|o| {
+                o.pid == p
+                    && !self.ours(&o.cpu)
+                    && !o.cpuset.as_deref().is_some_and(|c| self.ours(c))
+            });
+            if found.is_some() {
+                return found;
+            }
+            at = tgid_parent(&self.procfs, p);
+        }
+        None
     }
 
     /// Whether `tid` is still a thread of `pid` (a TID of an exited
@@ -1797,6 +1856,46 @@ mod tests {
         // kernel refuses cgroup.procs there).
         let _ = p.restore_all();
         assert_eq!(read(&unified.join("corral/cgroup.threads")), "21");
+    }
+
+    /// A process born inside corral's tree (its parent was placed) and
+    /// then placed itself goes back where its parent came from, never
+    /// into corral's group it was born in (which is being removed).
+    #[test]
+    fn v2_a_process_born_inside_goes_home_with_its_parent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (unified, procfs) = (tmp.path().join("unified"), tmp.path().join("proc"));
+        std::fs::create_dir_all(unified.join("app.slice")).unwrap();
+        std::fs::write(unified.join("cgroup.controllers"), "cpuset cpu\n").unwrap();
+        std::fs::write(unified.join("cgroup.subtree_control"), "cpuset cpu\n").unwrap();
+        fake_task(&procfs, 20, 20, "0::/app.slice\n");
+        fake_task(&procfs, 30, 30, "0::/corral/latency\n");
+        std::fs::write(procfs.join("30/status"), "Tgid:\t30\nPPid:\t20\n").unwrap();
+        fake_task(&procfs, 40, 40, "0::/corral-other\n");
+        let paths = HostPaths {
+            procfs,
+            ..Default::default()
+        };
+        let mut p = Placer::new(
+            Layout::V2 {
+                unified: unified.clone(),
+            },
+            "corral",
+            &paths,
+        );
+        p.set_group(&spec("latency", "0-1", 10240)).unwrap();
+        p.set_group(&spec("heavy", "1", 2048)).unwrap();
+        p.prepare(&[(20, 20)]).unwrap();
+        assert!(p.move_thread(20, 20, "latency").unwrap());
+        p.prepare(&[(30, 30), (40, 40)]).unwrap();
+        assert_eq!(p.origins[&30].cpu, "/app.slice", "its parent's origin");
+        assert_eq!(
+            p.origins[&40].cpu, "/corral-other",
+            "a name that only starts alike"
+        );
+        assert!(p.move_thread(30, 30, "heavy").unwrap());
+        p.release(30).unwrap();
+        assert_eq!(read(&unified.join("app.slice/cgroup.procs")), "30");
     }
 
     #[test]

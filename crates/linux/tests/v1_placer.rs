@@ -1,0 +1,214 @@
+//! The cgroup v1 backend on this machine's real hierarchy: groups under
+//! `corral-test-born-<pid>-<test>` of the `cpu` and `cpuset` controllers, and
+//! processes this test starts, nothing else. Needs root and v1's `cpu`
+//! and `cpuset` mounts; skips without them.
+
+use corral_core::plan::{GroupKind, GroupSpec};
+use corral_core::CpuSet;
+use corral_linux::placer::{Layout, Placer};
+use corral_linux::{sched, HostPaths};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+const CPU: &str = "/sys/fs/cgroup/cpu";
+const CPUSET: &str = "/sys/fs/cgroup/cpuset";
+
+fn children(pid: u32) -> Vec<u32> {
+    let text =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    text.split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// The task's path in the v1 hierarchy of `controller`.
+fn cgroup_of(tid: u32, controller: &str) -> String {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/cgroup")).unwrap();
+    text.lines()
+        .find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+            ctrls
+                .split(',')
+                .any(|c| c == controller)
+                .then(|| path.to_string())
+        })
+        .unwrap()
+}
+
+/// `sh` that forks a `sleep 30` once file `go` exists.
+fn forker(go: &Path) -> Child {
+    Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "while [ ! -e '{}' ]; do sleep 0.01; done; sleep 30 & wait",
+                go.display()
+            ),
+        ])
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for_child(pid: u32) -> u32 {
+    let t0 = Instant::now();
+    loop {
+        // Only `sleep 30` itself, not a copy of the shell before its exec.
+        if let Some(&c) = children(pid).iter().find(|&&c| {
+            std::fs::read_to_string(format!("/proc/{c}/cmdline"))
+                .is_ok_and(|s| s == "sleep\x0030\0")
+        }) {
+            return c;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the shell forked no sleep"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn spec(name: &str, kind: GroupKind, cpus: &CpuSet) -> GroupSpec {
+    GroupSpec {
+        name: name.into(),
+        kind,
+        cpus: cpus.clone(),
+        shares: 2048,
+        slice_ns: None,
+        nice: None,
+    }
+}
+
+/// Root, the v1 mounts, and a test root of this process's own; `None`
+/// (after a SKIP line) without them.
+fn setup(name: &str, tag: &str) -> Option<(String, tempfile::TempDir)> {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIP {name}: needs root");
+        return None;
+    }
+    if !Path::new(CPU).join("cpu.shares").exists()
+        || !Path::new(CPUSET).join("cpuset.cpus").exists()
+    {
+        eprintln!("SKIP {name}: no cgroup v1 cpu and cpuset mounts");
+        return None;
+    }
+    let root = format!("corral-test-born-{}-{tag}", std::process::id());
+    Some((root, tempfile::tempdir().unwrap()))
+}
+
+fn placer(root: &str, record: PathBuf) -> Placer {
+    let mut p = Placer::new(
+        Layout::V1 {
+            cpu: CPU.into(),
+            cpuset: CPUSET.into(),
+        },
+        root,
+        &HostPaths::default(),
+    );
+    p.set_state_file(record);
+    p
+}
+
+fn end(mut c: Child, pid: u32) {
+    for k in children(pid) {
+        let _ = Command::new("kill").arg(k.to_string()).status();
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+/// Removes what a failed run left (a test must not leave groups behind;
+/// a task still inside goes to the root first).
+fn sweep(root: &str) {
+    for mount in [CPU, CPUSET] {
+        let top = Path::new(mount).join(root);
+        if let Ok(dirs) = std::fs::read_dir(&top) {
+            for d in dirs.flatten().filter(|d| d.path().is_dir()) {
+                let tasks = std::fs::read_to_string(d.path().join("tasks")).unwrap_or_default();
+                for t in tasks.split_whitespace() {
+                    let _ = std::fs::write(Path::new(mount).join("tasks"), t);
+                }
+                let _ = std::fs::remove_dir(d.path());
+            }
+        }
+        let _ = std::fs::remove_dir(&top);
+    }
+}
+
+/// A process born inside one of corral's groups (a managed shell's
+/// command) and then placed in another must go back where its parent
+/// came from, never into corral's group it was born in: that group is
+/// being removed, and a thread put back into it kept it busy (rmdir
+/// EBUSY until the deadline; the group was left behind).
+fn born_inside_then_moved(name: &str, crash: bool) {
+    let Some((root, dir)) = setup(name, if crash { "crash" } else { "stop" }) else {
+        return;
+    };
+    let all = sched::sched_getaffinity(None).unwrap();
+    let record = dir.path().join("record.json");
+    let gate = dir.path().join("go");
+    let sh = forker(&gate);
+    let pid = sh.id();
+    // The shell starts in a group of the test's own, not the root, so
+    // that "back where it came from" is told apart from "to the root".
+    let home = format!("/{root}-home");
+    let home_dir = Path::new(CPU).join(&home[1..]);
+    std::fs::create_dir(&home_dir).unwrap();
+    std::fs::write(home_dir.join("tasks"), pid.to_string()).unwrap();
+    let mut p = placer(&root, record.clone());
+    p.set_group(&spec("latency", GroupKind::Latency, &all))
+        .unwrap();
+    p.set_group(&spec("heavy", GroupKind::Dedicated, &all))
+        .unwrap();
+    assert!(p.move_thread(pid, pid, "latency").unwrap());
+    std::fs::write(&gate, "").unwrap();
+    let kid = wait_for_child(pid);
+    assert_eq!(
+        cgroup_of(kid, "cpu"),
+        format!("/{root}/latency"),
+        "born inside"
+    );
+    assert!(p.move_thread(kid, kid, "heavy").unwrap());
+    let t0 = Instant::now();
+    let done = if crash {
+        // The daemon dies (its record stays); the next one reconciles.
+        drop(p);
+        placer(&root, record).reconcile().map(|_| ())
+    } else {
+        p.restore_all()
+    };
+    let took = t0.elapsed();
+    let (shell_at, kid_at) = (cgroup_of(pid, "cpu"), cgroup_of(kid, "cpu"));
+    let left = Path::new(CPU).join(&root).exists() || Path::new(CPUSET).join(&root).exists();
+    end(sh, pid);
+    sweep(&root);
+    // Empty once the shell and its child are gone (their exit is
+    // asynchronous: a few tries).
+    for _ in 0..100 {
+        if std::fs::remove_dir(&home_dir).is_ok() || !home_dir.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done.unwrap_or_else(|e| panic!("{e} (after {took:?})"));
+    assert!(!left, "corral's groups were removed");
+    assert_eq!(shell_at, home, "the shell is back");
+    assert_eq!(kid_at, home, "its child goes where the shell came from");
+}
+
+#[test]
+fn privileged_a_process_born_in_a_group_and_moved_is_restored_outside_corral() {
+    born_inside_then_moved(
+        "privileged_a_process_born_in_a_group_and_moved_is_restored_outside_corral",
+        false,
+    );
+}
+
+#[test]
+fn privileged_a_process_born_in_a_group_and_moved_is_reconciled_outside_corral() {
+    born_inside_then_moved(
+        "privileged_a_process_born_in_a_group_and_moved_is_reconciled_outside_corral",
+        true,
+    );
+}

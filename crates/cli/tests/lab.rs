@@ -290,6 +290,24 @@ fn lab_placement_counts_each_wake_up_on_one_of_its_cpus() {
     let pulls = &v["pulls"];
     assert!(pulls["pulled"].as_u64().unwrap() <= pulls["packed"].as_u64().unwrap());
     assert!(pulls["packed"].as_u64().unwrap() <= 20);
+    // Timer wake-ups: as many, their busy CPU the placement's idle one
+    // (the sleeper's previous CPU, where its timer fires), the spinner's
+    // duty rising.
+    let timers = &v["timers"];
+    assert_eq!(timers["timer"], true);
+    assert_eq!(timers["cpus"][0], *b);
+    assert_eq!(timers["cpus"][1], *a);
+    let spins: Vec<u64> = timers["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["util_avg"].as_u64().unwrap())
+        .collect();
+    assert_eq!(spins.len(), 250);
+    assert!(
+        spins[..25].iter().sum::<u64>() < spins[spins.len() - 25..].iter().sum::<u64>(),
+        "{spins:?}"
+    );
     let bad = Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(["lab", "placement", "--cpus", "0,4095"])
         .output()

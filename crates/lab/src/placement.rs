@@ -61,18 +61,34 @@ pub struct Sample {
 /// Where the probe's wake-ups landed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Placement {
-    /// The waker's CPU and the sleeper's previous, idle one.
+    /// The waker's CPU and the sleeper's previous, idle one ([`timers`]:
+    /// the busy CPU its timer fires on, and the idle one).
     pub cpus: (usize, usize),
     /// Each wake-up, the waker's duty rising from one level to the next.
     pub samples: Vec<Sample>,
+    /// Timer wake-ups ([`timers`]): the room is judged on the sleeper's
+    /// `util_avg` alone ([`Placement::util`]).
+    pub timer: bool,
 }
 
-impl Sample {
+impl Placement {
     /// What the room is judged on: the waker's CPU's utilization (its
-    /// only task, the waker) and the wakee's, each `max(util_avg,
-    /// util_est)` as `cpu_util` and `task_util_est` take them.
-    pub fn util(&self) -> u64 {
-        self.util_avg.max(self.util_est) + self.wakee_util_avg.max(self.wakee_util_est)
+    /// only task, the waker), `max(util_avg, util_est)` as `cpu_util`
+    /// takes it, and the wakee's: for a task's wake-up also
+    /// `max(util_avg, util_est)` (`task_util_est`); for a timer's its
+    /// `util_avg` alone. Timer wake-ups stayed where the sleeper's
+    /// `util_est` — stale, not updated while it waited beside the
+    /// spinner (`util_est_update` skips a task whose runnable exceeds its
+    /// util) — put the sum far over the threshold (120 of 125 at sums of
+    /// 619-1010 in one run), and split by `util_avg` at the same
+    /// threshold as a task's wake-ups.
+    pub fn util(&self, s: &Sample) -> u64 {
+        let wakee = if self.timer {
+            s.wakee_util_avg
+        } else {
+            s.wakee_util_avg.max(s.wakee_util_est)
+        };
+        s.util_avg.max(s.util_est) + wakee
     }
 }
 
@@ -95,7 +111,7 @@ impl Placement {
     /// above what the probe reaches).
     pub fn pack_util(&self) -> Option<u64> {
         let mut sorted: Vec<&Sample> = self.samples.iter().collect();
-        sorted.sort_by_key(|s| s.util());
+        sorted.sort_by_key(|s| self.util(s));
         let quarter = sorted.len() / 4;
         let (low, high) = (&sorted[..quarter], &sorted[sorted.len() - quarter..]);
         let stayed = |q: &[&Sample]| q.iter().filter(|s| s.on_waker_cpu).count();
@@ -106,7 +122,7 @@ impl Placement {
         {
             return None;
         }
-        let util = |s: &Sample| s.util();
+        let util = |s: &Sample| self.util(s);
         let right = |t: u64| {
             self.samples
                 .iter()
@@ -129,7 +145,7 @@ impl Placement {
     pub fn bands(&self, width: u64) -> Vec<(u64, usize, usize)> {
         let mut out: Vec<(u64, usize, usize)> = Vec::new();
         for s in &self.samples {
-            let low = s.util() / width * width;
+            let low = self.util(s) / width * width;
             match out.iter_mut().find(|b| b.0 == low) {
                 Some(b) => {
                     b.1 += 1;
@@ -309,6 +325,7 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
             let mut p = Placement {
                 cpus: (a, b),
                 samples: Vec::new(),
+                timer: false,
             };
             for i in 0..n {
                 pair.await_sleeper()?;
@@ -348,6 +365,120 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
         },
     )?;
     Ok(p)
+}
+
+/// Where timer wake-ups land: a thread that last ran on CPU `b` sleeps
+/// (`nanosleep`, so its timer fires on `b`, where it was armed); both
+/// CPUs idle [`IDLE_NS`], then a thread pinned to `b` spins through the
+/// expiry, `levels[i]` ms and [`SPIN_AFTER_NS`] more, while `a` idles;
+/// the sleeper reads the CPU it runs on first. Each [`Sample`]'s waker
+/// is the spinning thread (its utilization read 50 µs before the
+/// expiry) and `on_waker_cpu` means it stayed on busy `b`;
+/// `Placement::cpus` is `(b, a)`. Upstream the wake-up is placed from
+/// `b`'s timer interrupt: `b` is busy and `a` idles, so
+/// `select_idle_sibling` takes `a` every time. The pinning happens on
+/// threads of its own; the caller's CPUs stay as they were.
+pub fn timers(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
+    use std::sync::atomic::AtomicU64;
+    if a == b {
+        return Err(Error::Invalid(
+            "the placement probe needs two different CPUs".into(),
+        ));
+    }
+    let n = levels.len() * ROUNDS;
+    // When the sleeper went to sleep this round (0: not yet), where it
+    // then ran first (MAX: not yet), and whether the spinner is done.
+    let asleep_at = AtomicU64::new(0);
+    let landed = AtomicUsize::new(usize::MAX);
+    let done = AtomicBool::new(true);
+    let stop = AtomicBool::new(false);
+    let wakee_util = std::sync::Mutex::new((0u64, 0u64));
+    // The sleep: the spin starts IDLE_NS after it began, the timer fires
+    // 100 µs before the spin's planned end.
+    let sleep_ns = |i: usize| IDLE_NS + (levels[i / ROUNDS] * 1e6) as u64 - 100_000;
+    let wait = |flag: &dyn Fn() -> bool, what: &str| -> Result<()> {
+        let t0 = mono_ns();
+        while !flag() {
+            if mono_ns() - t0 > 10_000_000_000 {
+                return Err(Error::Measurement(format!(
+                    "the timer placement probe's {what} did not come"
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        Ok(())
+    };
+    std::thread::scope(|s| {
+        let sleeper = s.spawn(|| -> Result<()> {
+            for i in 0..n {
+                wait(
+                    &|| done.load(Ordering::Acquire) || stop.load(Ordering::Acquire),
+                    "spinner",
+                )?;
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+                done.store(false, Ordering::Release);
+                affinity(&[b])?;
+                affinity(&[a, b])?;
+                *wakee_util.lock().unwrap_or_else(|e| e.into_inner()) = own_util();
+                asleep_at.store(mono_ns(), Ordering::Release);
+                std::thread::sleep(std::time::Duration::from_nanos(sleep_ns(i)));
+                landed.store(rustix::thread::sched_getcpu(), Ordering::Release);
+            }
+            Ok(())
+        });
+        let spinner = s
+            .spawn(|| -> Result<Placement> {
+                affinity(&[b])?;
+                let mut p = Placement {
+                    cpus: (b, a),
+                    samples: Vec::new(),
+                    timer: true,
+                };
+                for i in 0..n {
+                    wait(&|| asleep_at.load(Ordering::Acquire) != 0, "sleeper")?;
+                    let t0 = asleep_at.swap(0, Ordering::AcqRel);
+                    let now = mono_ns();
+                    if t0 + IDLE_NS > now {
+                        std::thread::sleep(std::time::Duration::from_nanos(t0 + IDLE_NS - now));
+                    }
+                    spin(
+                        (t0 + sleep_ns(i))
+                            .saturating_sub(50_000)
+                            .saturating_sub(mono_ns()),
+                    );
+                    let (util_avg, util_est) = own_util();
+                    let end = t0 + IDLE_NS + (levels[i / ROUNDS] * 1e6) as u64 + SPIN_AFTER_NS;
+                    spin(end.saturating_sub(mono_ns()));
+                    wait(
+                        &|| landed.load(Ordering::Acquire) != usize::MAX,
+                        "sleeper's wake-up",
+                    )?;
+                    let cpu = landed.swap(usize::MAX, Ordering::AcqRel);
+                    if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) {
+                        let (wakee_util_avg, wakee_util_est) =
+                            *wakee_util.lock().unwrap_or_else(|e| e.into_inner());
+                        p.samples.push(Sample {
+                            util_avg,
+                            util_est,
+                            wakee_util_avg,
+                            wakee_util_est,
+                            on_waker_cpu: cpu == b,
+                        });
+                    }
+                    done.store(true, Ordering::Release);
+                }
+                Ok(p)
+            })
+            .join()
+            .map_err(|_| Error::Measurement("the timer placement probe's spinner panicked".into()));
+        stop.store(true, Ordering::Release);
+        sleeper.join().map_err(|_| {
+            Error::Measurement("the timer placement probe's sleeper panicked".into())
+        })??;
+        spinner?
+    })
 }
 
 /// Packed pairs left sharing a CPU: how many the idle CPU pulled.
@@ -439,6 +570,7 @@ mod tests {
         let p = Placement {
             cpus: (0, 1),
             samples,
+            timer: false,
         };
         assert_eq!(p.pack_util(), Some(100 + 15 * 24 + 1));
         let bands = p.bands(200);
@@ -453,12 +585,14 @@ mod tests {
         let p = Placement {
             cpus: (0, 1),
             samples: (0..40).map(|k| sample(0, k < 25)).collect(),
+            timer: false,
         };
         assert_eq!(p.pack_util(), None);
         // Every wake-up stayed: the threshold is above what was reached.
         let p = Placement {
             cpus: (0, 1),
             samples: (0..40).map(|k| sample(100 + 15 * k, true)).collect(),
+            timer: false,
         };
         assert_eq!(p.pack_util(), None);
         // The wakee's utilization counts: the same split, 100 higher.
@@ -471,8 +605,12 @@ mod tests {
         let p = Placement {
             cpus: (0, 1),
             samples,
+            timer: false,
         };
         assert_eq!(p.pack_util(), Some(200 + 15 * 24 + 1));
+        // A timer's sleeper: its util_avg counts, not its util_est.
+        let p = Placement { timer: true, ..p };
+        assert_eq!(p.pack_util(), Some(100 + 15 * 24 + 1));
     }
 
     #[test]
@@ -480,6 +618,7 @@ mod tests {
         let p = Placement {
             cpus: (0, 1),
             samples: (0..40).map(|k| sample(100 + 15 * k, k % 10 == 0)).collect(),
+            timer: false,
         };
         assert_eq!(p.pack_util(), None);
     }

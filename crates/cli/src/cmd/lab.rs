@@ -1525,32 +1525,34 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
     let p = corral_lab::placement::measure(a, b, levels)?;
     eprintln!("corral lab placement: then 20 packed pairs, each sharing CPU {a} for 10 ms while CPU {b} idles");
     let pulls = corral_lab::placement::pulls(a, b, 20)?;
+    eprintln!("corral lab placement: then timer wake-ups: a thread that last ran on CPU {b} sleeps while a thread there spins through its expiry and CPU {a} idles; the spinner's duty in {} steps", levels.len());
+    let timers = corral_lab::placement::timers(a, b, levels)?;
     if args.json {
         let v = serde_json::json!({
             "placement": p,
             "pack_util": p.pack_util(),
             "pulls": pulls,
+            "timers": timers,
+            "timer_pack_util": timers.pack_util(),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
+    let bands = |p: &corral_lab::placement::Placement, stayed: &str| {
+        let mut t = Table::new(&["UTIL", "WAKE-UPS", stayed, "WENT TO IDLE CPU"]);
+        for (low, k, on) in p.bands(50) {
+            t.row(vec![
+                format!("{low}-{}", low + 49),
+                k.to_string(),
+                on.to_string(),
+                (k - on).to_string(),
+            ]);
+        }
+        print!("{}", t.render());
+    };
     let (n, stayed) = p.counts();
     println!("wake-ups from busy CPU {a} of a thread whose previous CPU {b} idled, by the waker's utilization plus the wakee's (each max of util_avg, util_est):");
-    let mut t = Table::new(&[
-        "UTIL",
-        "WAKE-UPS",
-        "STAYED ON WAKER'S CPU",
-        "WENT TO IDLE CPU",
-    ]);
-    for (low, k, on) in p.bands(50) {
-        t.row(vec![
-            format!("{low}-{}", low + 49),
-            k.to_string(),
-            on.to_string(),
-            (k - on).to_string(),
-        ]);
-    }
-    print!("{}", t.render());
+    bands(&p, "STAYED ON WAKER'S CPU");
     println!("in all: {stayed} of {n} stayed beside their waker");
     println!(
         "of {} wake-ups that stayed beside a waker of low utilization, {} were pulled to idle CPU {b} while both spun {} ms on CPU {a} (upstream: pulled at the next tick)",
@@ -1568,6 +1570,15 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
         None => println!(
             "no threshold found: most wake-ups stayed beside their waker, but the utilizations read do not split them (none read, or none high enough)"
         ),
+    }
+    let (n, stayed) = timers.counts();
+    println!("\ntimer wake-ups of a thread whose previous CPU {b} (where its timer fires) is busy while CPU {a} idles, by the busy CPU's utilization plus the wakee's:");
+    bands(&timers, "STAYED ON BUSY CPU");
+    println!("in all: {stayed} of {n} stayed on the busy CPU");
+    match timers.pack_util() {
+        Some(u) => println!("this kernel packs timer wake-ups too, under {u} (upstream Linux takes the idle CPU)"),
+        None if stayed * 2 <= n => println!("this kernel places a timer wake-up on the idle CPU, as upstream Linux does"),
+        None => println!("no threshold found: most timer wake-ups stayed on the busy CPU, but the utilizations read do not split them"),
     }
     Ok(ExitCode::SUCCESS)
 }

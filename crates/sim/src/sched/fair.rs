@@ -1527,8 +1527,17 @@ impl Fair {
     ///   one's `task_util_est` stays on the waker's CPU, though its
     ///   previous CPU idles ([`Fair::select_task_rq_wake`]; on mp3-short,
     ///   traced, 899 of 903 such wake-ups with the other CPU idle stayed,
-    ///   whether prev was the waker's CPU or the idle one). A timer's
-    ///   wake-up (no waker) was not measured and is placed as upstream;
+    ///   whether prev was the waker's CPU or the idle one). So does a
+    ///   timer's wake-up on the CPU its timer fires on (where it was
+    ///   armed: the sleeper's previous CPU), busy, with room, while
+    ///   another CPU idles (`corral lab placement`'s timer probe: under
+    ///   the same threshold, 714-717 for wakers and 715-721 for timers
+    ///   in three runs; in another, 166 of 175 below it stayed and all
+    ///   75 above went). For a
+    ///   timer's the sleeper's `util_avg` counts, not its `util_est`:
+    ///   in another run 120 of 125 stayed where its stale `util_est`
+    ///   (390, not updated while it waited beside the spinner) put the
+    ///   sum at 619-1010;
     /// - an idle CPU does not pull from a CPU with room
     ///   ([`Fair::sched_balance_rq`]).
     ///
@@ -1830,10 +1839,18 @@ impl Fair {
             self.record_wakee(w, t, wake.now);
             want_affine &= !self.wake_wide(t, w);
         }
-        // Packing (`Fair::packs`): measured for a task waking a task only;
-        // a timer's wake-up (no waker) is placed as upstream.
-        if let (Some(_), Some(pelt), Some(_)) = (self.vcpu_pack_util, wake.pelt, wake.waker) {
-            let util = pelt.avg(t).task_util_est();
+        // Packing (`Fair::packs`), from the CPU the wake-up runs on: the
+        // waker's, or for a timer the CPU it was armed on (measured for
+        // both, `corral lab placement`).
+        if let (Some(_), Some(pelt)) = (self.vcpu_pack_util, wake.pelt) {
+            // XXX: read off probes: a timer's sleeper weighs its
+            // `util_avg` alone (see `Fair::packs`).
+            let avg = pelt.avg(t);
+            let util = if wake.waker.is_some() {
+                avg.task_util_est()
+            } else {
+                avg.util_avg
+            };
             if want_affine && !self.idle_cpu(this) && self.packs(this, util, pelt) {
                 return this;
             }
@@ -3346,8 +3363,9 @@ mod tests {
         p.rq_sync(1, 400_000_000, 0, 0, false);
         assert!(p.cpu_util(1) < 200, "{}", p.cpu_util(1));
         assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 1, "packed");
-        // Not packed: a wake-up with no waker (a timer's, measured
-        // nowhere), or a waker's CPU the task may not use.
+        // A timer's wake-up (no waker), on the CPU it was armed on, the
+        // task's previous one, busy with room: it stays too, though CPU 0
+        // idles. Not packed: a waker's CPU the task may not use.
         let timer = WakeCtx {
             this_cpu: Some(1),
             waker: None,
@@ -3355,11 +3373,16 @@ mod tests {
             now: 300_000_000,
             ..Default::default()
         };
-        assert_eq!(f.select_task_rq(9, 0, &[0, 1], &timer), 0, "a timer's");
+        assert_eq!(f.select_task_rq(9, 1, &[0, 1], &timer), 1, "a timer's");
         assert_eq!(woken_by(&mut f, &p, waker, &[0]), 0, "CPU 1 not allowed");
-        // Upstream again: the idle prev.
+        // Upstream again: the idle CPU, for the timer's too.
         f.set_vcpu_pack_util(None);
         assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0);
+        assert_eq!(
+            f.select_task_rq(9, 1, &[0, 1], &timer),
+            0,
+            "a timer's, upstream"
+        );
         // A CFS-era kernel never packs.
         let mut g = Fair::cfs(2);
         g.set_vcpu_pack_util(Some(715));

@@ -290,7 +290,7 @@ fn lab_placement_counts_each_wake_up_on_one_of_its_cpus() {
     let pulls = &v["pulls"];
     assert!(pulls["pulled"].as_u64().unwrap() <= pulls["packed"].as_u64().unwrap());
     assert!(pulls["packed"].as_u64().unwrap() <= 20);
-    // Timer wake-ups: as many, their busy CPU the placement's idle one
+    // Timer wake-ups: up to as many, their busy CPU the placement's idle one
     // (the sleeper's previous CPU, where its timer fires), the spinner's
     // duty rising.
     let timers = &v["timers"];
@@ -303,7 +303,9 @@ fn lab_placement_counts_each_wake_up_on_one_of_its_cpus() {
         .iter()
         .map(|s| s["util_avg"].as_u64().unwrap())
         .collect();
-    assert_eq!(spins.len(), 250);
+    // A round whose sleeper slept off CPU b, or whose spin began late,
+    // is left out.
+    assert!((125..=250).contains(&spins.len()), "{}", spins.len());
     assert!(
         spins[..25].iter().sum::<u64>() < spins[spins.len() - 25..].iter().sum::<u64>(),
         "{spins:?}"

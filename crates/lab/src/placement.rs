@@ -37,6 +37,11 @@
 //! 10 ms on `a` while `b` idles; the woken thread watches whether it is
 //! moved to `b`. Upstream the busy CPU's next tick kicks the idle one's
 //! balancing (`nohz_balancer_kick`: two tasks queued), which pulls it.
+//!
+//! [`timers`] asks the same of a timer's wake-up: a thread whose timer
+//! fires on its previous CPU, busy, while the other idles. Upstream
+//! takes the idle CPU; this machine's kernel keeps it on the busy one
+//! under the same threshold.
 
 use crate::error::{Error, Result};
 use crate::work::mono_ns;
@@ -54,7 +59,8 @@ pub struct Sample {
     pub wakee_util_avg: u64,
     pub wakee_util_est: u64,
     /// Whether the sleeper ran first on the waker's busy CPU (else on its
-    /// previous, idle one).
+    /// previous, idle one; [`timers`]: on its previous CPU, busy, where
+    /// its timer fired, else on the idle one).
     pub on_waker_cpu: bool,
 }
 
@@ -72,9 +78,10 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// What the room is judged on: the waker's CPU's utilization (its
-    /// only task, the waker), `max(util_avg, util_est)` as `cpu_util`
-    /// takes it, and the wakee's: for a task's wake-up also
+    /// What the room is judged on: the busy CPU's utilization without the
+    /// sleeper (its only other task, the waker or spinner), `max(util_avg,
+    /// util_est)` as `cpu_util` takes it, and the sleeper's: for a task's
+    /// wake-up also
     /// `max(util_avg, util_est)` (`task_util_est`); for a timer's its
     /// `util_avg` alone. Timer wake-ups stayed where the sleeper's
     /// `util_est` — stale, not updated while it waited beside the
@@ -191,6 +198,9 @@ fn own_util() -> (u64, u64) {
 /// after it, ns.
 const IDLE_NS: u64 = 2_000_000;
 const SPIN_AFTER_NS: u64 = 300_000;
+/// [`timers`]: the least time the spinner spins before the sleeper's
+/// timer fires (its own wake-up from the idle spell may come late).
+const SPIN_LEAD_NS: u64 = 500_000;
 /// The waker's spins before each wake-up, ms: its duty from about 20 %
 /// to 80 %, so its `util_avg` crosses any threshold in between.
 pub const SPIN_LEVELS_MS: &[f64] = &[0.2, 1.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 8.0];
@@ -342,7 +352,7 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
                     if c != usize::MAX {
                         break c;
                     }
-                    if mono_ns() - t1 > 1_000_000_000 {
+                    if mono_ns() - t1 > 10_000_000_000 {
                         return Err(Error::Measurement(
                             "the placement probe's sleeper did not run".into(),
                         ));
@@ -369,13 +379,15 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
 
 /// Where timer wake-ups land: a thread that last ran on CPU `b` sleeps
 /// (`nanosleep`, so its timer fires on `b`, where it was armed); both
-/// CPUs idle [`IDLE_NS`], then a thread pinned to `b` spins through the
-/// expiry, `levels[i]` ms and [`SPIN_AFTER_NS`] more, while `a` idles;
-/// the sleeper reads the CPU it runs on first. Each [`Sample`]'s waker
-/// is the spinning thread (its utilization read 50 µs before the
-/// expiry) and `on_waker_cpu` means it stayed on busy `b`;
-/// `Placement::cpus` is `(b, a)`. Upstream the wake-up is placed from
-/// `b`'s timer interrupt: `b` is busy and `a` idles, so
+/// CPUs idle [`IDLE_NS`], then a thread pinned to `b` spins `levels[i]`
+/// ms, through the expiry (100 µs before the spin's end, at least
+/// [`SPIN_LEAD_NS`] after its start), and [`SPIN_AFTER_NS`] more, while
+/// `a` idles; the sleeper reads the CPU it runs on first. Each [`Sample`]'s waker is the spinning thread (its
+/// utilization read 50 µs before the expiry) and `on_waker_cpu` means it
+/// stayed on busy `b`; `Placement::cpus` is `(b, a)`. A round whose
+/// sleeper was not on `b` when it slept, or whose spin began late (`b`
+/// may have idled at the expiry), is not kept. Upstream the wake-up is
+/// placed from `b`'s timer interrupt: `b` is busy and `a` idles, so
 /// `select_idle_sibling` takes `a` every time. The pinning happens on
 /// threads of its own; the caller's CPUs stay as they were.
 pub fn timers(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
@@ -386,19 +398,29 @@ pub fn timers(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
         ));
     }
     let n = levels.len() * ROUNDS;
-    // When the sleeper went to sleep this round (0: not yet), where it
-    // then ran first (MAX: not yet), and whether the spinner is done.
+    // When the sleeper went to sleep this round (0: not yet) and whether
+    // it did so on `b`, where it then ran first (MAX: not yet), whether
+    // the spinner is done with the round, and whether either ended.
     let asleep_at = AtomicU64::new(0);
+    let armed_on_b = AtomicBool::new(false);
     let landed = AtomicUsize::new(usize::MAX);
     let done = AtomicBool::new(true);
     let stop = AtomicBool::new(false);
+    let sleeper_failed = AtomicBool::new(false);
     let wakee_util = std::sync::Mutex::new((0u64, 0u64));
+    let spin_ns = |i: usize| (levels[i / ROUNDS] * 1e6) as u64;
     // The sleep: the spin starts IDLE_NS after it began, the timer fires
-    // 100 µs before the spin's planned end.
-    let sleep_ns = |i: usize| IDLE_NS + (levels[i / ROUNDS] * 1e6) as u64 - 100_000;
+    // 100 µs before the spin's planned end, or SPIN_LEAD_NS into a short
+    // one (which then goes on past it).
+    let sleep_ns = |i: usize| IDLE_NS + spin_ns(i).saturating_sub(100_000).max(SPIN_LEAD_NS);
     let wait = |flag: &dyn Fn() -> bool, what: &str| -> Result<()> {
         let t0 = mono_ns();
         while !flag() {
+            if sleeper_failed.load(Ordering::Acquire) {
+                return Err(Error::Measurement(
+                    "the timer placement probe's sleeper failed".into(),
+                ));
+            }
             if mono_ns() - t0 > 10_000_000_000 {
                 return Err(Error::Measurement(format!(
                     "the timer placement probe's {what} did not come"
@@ -410,23 +432,27 @@ pub fn timers(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
     };
     std::thread::scope(|s| {
         let sleeper = s.spawn(|| -> Result<()> {
-            for i in 0..n {
-                wait(
-                    &|| done.load(Ordering::Acquire) || stop.load(Ordering::Acquire),
-                    "spinner",
-                )?;
-                if stop.load(Ordering::Acquire) {
-                    break;
+            let rounds = || -> Result<()> {
+                for i in 0..n {
+                    wait(
+                        &|| done.load(Ordering::Acquire) || stop.load(Ordering::Acquire),
+                        "spinner",
+                    )?;
+                    if stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    done.store(false, Ordering::Release);
+                    affinity(&[b])?;
+                    affinity(&[a, b])?;
+                    *wakee_util.lock().unwrap_or_else(|e| e.into_inner()) = own_util();
+                    armed_on_b.store(rustix::thread::sched_getcpu() == b, Ordering::Release);
+                    asleep_at.store(mono_ns(), Ordering::Release);
+                    std::thread::sleep(std::time::Duration::from_nanos(sleep_ns(i)));
+                    landed.store(rustix::thread::sched_getcpu(), Ordering::Release);
                 }
-                done.store(false, Ordering::Release);
-                affinity(&[b])?;
-                affinity(&[a, b])?;
-                *wakee_util.lock().unwrap_or_else(|e| e.into_inner()) = own_util();
-                asleep_at.store(mono_ns(), Ordering::Release);
-                std::thread::sleep(std::time::Duration::from_nanos(sleep_ns(i)));
-                landed.store(rustix::thread::sched_getcpu(), Ordering::Release);
-            }
-            Ok(())
+                Ok(())
+            };
+            rounds().inspect_err(|_| sleeper_failed.store(true, Ordering::Release))
         });
         let spinner = s
             .spawn(|| -> Result<Placement> {
@@ -439,24 +465,26 @@ pub fn timers(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
                 for i in 0..n {
                     wait(&|| asleep_at.load(Ordering::Acquire) != 0, "sleeper")?;
                     let t0 = asleep_at.swap(0, Ordering::AcqRel);
+                    let expiry = t0 + sleep_ns(i);
                     let now = mono_ns();
                     if t0 + IDLE_NS > now {
                         std::thread::sleep(std::time::Duration::from_nanos(t0 + IDLE_NS - now));
                     }
-                    spin(
-                        (t0 + sleep_ns(i))
-                            .saturating_sub(50_000)
-                            .saturating_sub(mono_ns()),
-                    );
+                    let began = mono_ns();
+                    spin(expiry.saturating_sub(50_000).saturating_sub(mono_ns()));
                     let (util_avg, util_est) = own_util();
-                    let end = t0 + IDLE_NS + (levels[i / ROUNDS] * 1e6) as u64 + SPIN_AFTER_NS;
+                    let end = (t0 + IDLE_NS + spin_ns(i)).max(expiry) + SPIN_AFTER_NS;
                     spin(end.saturating_sub(mono_ns()));
                     wait(
                         &|| landed.load(Ordering::Acquire) != usize::MAX,
                         "sleeper's wake-up",
                     )?;
                     let cpu = landed.swap(usize::MAX, Ordering::AcqRel);
-                    if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) {
+                    let kept = i % ROUNDS >= SETTLE
+                        && (cpu == a || cpu == b)
+                        && armed_on_b.load(Ordering::Acquire)
+                        && began + 50_000 < expiry;
+                    if kept {
                         let (wakee_util_avg, wakee_util_est) =
                             *wakee_util.lock().unwrap_or_else(|e| e.into_inner());
                         p.samples.push(Sample {

@@ -1401,8 +1401,8 @@ impl Placer {
     }
 
     /// Moves whatever is still in `dir` to where it belongs: a thread born
-    /// in a corral group goes where its process's first managed thread, or
-    /// its nearest recorded ancestor process's, came from, or to the
+    /// in a corral group goes where a recorded thread of its process, or
+    /// of its nearest recorded ancestor process, came from, or to the
     /// hierarchy's root ([`Placer::home_of`]); never into corral's tree.
     fn drain(&self, dir: &Path) -> Result<(usize, usize)> {
         let (mut moved, mut to_origin) = (0, 0);
@@ -1413,13 +1413,19 @@ impl Placer {
                     return Ok((0, 0));
                 };
                 let mount = if dir.starts_with(cpuset) { cpuset } else { cpu };
+                // Each process's home once a pass (a fork storm lists many
+                // threads of few processes).
+                let mut homes: HashMap<u32, Option<Origin>> = HashMap::new();
                 for tid in text
                     .split_whitespace()
                     .filter_map(|t| t.parse::<u32>().ok())
                 {
                     let origin = self.origins.get(&tid).cloned().or_else(|| {
                         let pid = tgid(&self.procfs, tid)?;
-                        self.home_of(pid).cloned()
+                        homes
+                            .entry(pid)
+                            .or_insert_with(|| self.home_of(pid).cloned())
+                            .clone()
                     });
                     let path = match (&origin, mount == cpuset) {
                         (Some(o), true) => o.cpuset.clone().unwrap_or_else(|| "/".into()),
@@ -1578,7 +1584,11 @@ impl Placer {
         // where its process, or the nearest recorded ancestor, came from,
         // else the hierarchy's root — never corral's group, which goes
         // away (a thread put back there kept it busy: rmdir EBUSY).
-        let home = self.home_of(pid);
+        let born_inside = [&cpu, &cpuset, &v2]
+            .into_iter()
+            .flatten()
+            .any(|p| self.ours(p));
+        let home = if born_inside { self.home_of(pid) } else { None };
         let outside = |path: Option<String>, field: fn(&Origin) -> Option<String>| match path {
             Some(p) if self.ours(&p) => Some(home.and_then(field).unwrap_or_else(|| "/".into())),
             other => other,
@@ -1608,19 +1618,27 @@ impl Placer {
     }
 
     /// Where a task of process `pid` not recorded itself belongs: the
-    /// origin recorded for a thread of its process, else for its nearest
-    /// recorded ancestor process (a command a managed shell started is
-    /// born in the shell's group), outside corral's tree; `None`: the
-    /// hierarchy's root. (XXX: an ancestor's PID reused since is not
-    /// told apart; the start time of the origin is the keyed task's.)
+    /// origin recorded for its process's main thread, else for another of
+    /// its threads, else for its nearest recorded ancestor process (a
+    /// command a managed shell started is born in the shell's group);
+    /// only an origin outside corral's tree whose task is still the one
+    /// recorded (its start time: a PID may have been reused). `None`: the
+    /// hierarchy's root.
     fn home_of(&self, pid: u32) -> Option<&Origin> {
+        let usable = |key: u32, o: &Origin| {
+            !self.ours(&o.cpu)
+                && !o.cpuset.as_deref().is_some_and(|c| self.ours(c))
+                && crate::state::start_time(&self.procfs, o.pid, key) == o.start
+        };
         let mut at = Some(pid);
         for _ in 0..32 {
             let p = at.filter(|&p| p > 1)?;
-            let found = self.origins.values().find(|o| {
-                o.pid == p
-                    && !self.ours(&o.cpu)
-                    && !o.cpuset.as_deref().is_some_and(|c| self.ours(c))
+            let main = self.origins.get(&p).filter(|o| o.pid == p && usable(p, o));
+            let found = main.or_else(|| {
+                self.origins
+                    .iter()
+                    .find(|(&key, o)| o.pid == p && usable(key, o))
+                    .map(|(_, o)| o)
             });
             if found.is_some() {
                 return found;

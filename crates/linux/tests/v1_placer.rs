@@ -136,6 +136,36 @@ fn sweep(root: &str) {
     }
 }
 
+/// What a run started: ended and removed when dropped, a panic
+/// included (the shell, its child, the test's groups).
+struct Leftovers {
+    sh: Option<Child>,
+    root: String,
+    home_dir: PathBuf,
+}
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        if let Some(sh) = self.sh.take() {
+            let pid = sh.id();
+            end(sh, pid);
+        }
+        sweep(&self.root);
+        // Empty once the shell and its child are gone (their exit is
+        // asynchronous: a few tries; a task left goes to the root).
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.home_dir).is_ok() || !self.home_dir.exists() {
+                break;
+            }
+            let tasks = std::fs::read_to_string(self.home_dir.join("tasks")).unwrap_or_default();
+            for t in tasks.split_whitespace() {
+                let _ = std::fs::write(Path::new(CPU).join("tasks"), t);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// A process born inside one of corral's groups (a managed shell's
 /// command) and then placed in another must go back where its parent
 /// came from, never into corral's group it was born in: that group is
@@ -148,14 +178,18 @@ fn born_inside_then_moved(name: &str, crash: bool) {
     let all = sched::sched_getaffinity(None).unwrap();
     let record = dir.path().join("record.json");
     let gate = dir.path().join("go");
-    let sh = forker(&gate);
-    let pid = sh.id();
     // The shell starts in a group of the test's own, not the root, so
     // that "back where it came from" is told apart from "to the root".
     let home = format!("/{root}-home");
-    let home_dir = Path::new(CPU).join(&home[1..]);
-    std::fs::create_dir(&home_dir).unwrap();
-    std::fs::write(home_dir.join("tasks"), pid.to_string()).unwrap();
+    let mut left = Leftovers {
+        sh: None,
+        root: root.clone(),
+        home_dir: Path::new(CPU).join(&home[1..]),
+    };
+    std::fs::create_dir(&left.home_dir).unwrap();
+    let sh = left.sh.insert(forker(&gate));
+    let pid = sh.id();
+    std::fs::write(left.home_dir.join("tasks"), pid.to_string()).unwrap();
     let mut p = placer(&root, record.clone());
     p.set_group(&spec("latency", GroupKind::Latency, &all))
         .unwrap();
@@ -180,19 +214,10 @@ fn born_inside_then_moved(name: &str, crash: bool) {
     };
     let took = t0.elapsed();
     let (shell_at, kid_at) = (cgroup_of(pid, "cpu"), cgroup_of(kid, "cpu"));
-    let left = Path::new(CPU).join(&root).exists() || Path::new(CPUSET).join(&root).exists();
-    end(sh, pid);
-    sweep(&root);
-    // Empty once the shell and its child are gone (their exit is
-    // asynchronous: a few tries).
-    for _ in 0..100 {
-        if std::fs::remove_dir(&home_dir).is_ok() || !home_dir.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let groups_left = Path::new(CPU).join(&root).exists() || Path::new(CPUSET).join(&root).exists();
+    drop(left);
     done.unwrap_or_else(|e| panic!("{e} (after {took:?})"));
-    assert!(!left, "corral's groups were removed");
+    assert!(!groups_left, "corral's groups were removed");
     assert_eq!(shell_at, home, "the shell is back");
     assert_eq!(kid_at, home, "its child goes where the shell came from");
 }

@@ -1572,7 +1572,7 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
         ),
     }
     let (n, stayed) = timers.counts();
-    println!("\ntimer wake-ups of a thread whose previous CPU {b} (where its timer fires) is busy while CPU {a} idles, by the busy CPU's utilization plus the wakee's:");
+    println!("\ntimer wake-ups of a thread whose previous CPU {b} (where its timer fires) is busy while CPU {a} idles, by the busy CPU's utilization plus the sleeper's util_avg:");
     bands(&timers, "STAYED ON BUSY CPU");
     println!("in all: {stayed} of {n} stayed on the busy CPU");
     match timers.pack_util() {

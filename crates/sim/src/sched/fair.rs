@@ -1533,11 +1533,10 @@ impl Fair {
     ///   another CPU idles (`corral lab placement`'s timer probe: under
     ///   the same threshold, 714-717 for wakers and 715-721 for timers
     ///   in three runs; in another, 166 of 175 below it stayed and all
-    ///   75 above went). For a
-    ///   timer's the sleeper's `util_avg` counts, not its `util_est`:
-    ///   in another run 120 of 125 stayed where its stale `util_est`
-    ///   (390, not updated while it waited beside the spinner) put the
-    ///   sum at 619-1010;
+    ///   75 above went). There the sleeper counts by its `util_avg`,
+    ///   not its `util_est`: in one run 120 of 125 stayed where its
+    ///   stale `util_est` (390, not updated while it waited beside the
+    ///   spinner) put the sum at 619-1010;
     /// - an idle CPU does not pull from a CPU with room
     ///   ([`Fair::sched_balance_rq`]).
     ///
@@ -1546,8 +1545,8 @@ impl Fair {
     /// own utilization (each `max(util_avg, util_est)`) sum under 695-717
     /// (ten runs, eight of them 712-717), and goes to its idle previous
     /// CPU above; of packed pairs left sharing a CPU 10 ms at low
-    /// utilization, 0-4 of 17-20 were pulled to the idle CPU, where upstream's nohz kick pulls at
-    /// the next tick. (A first probe that drew both threads' duty at
+    /// utilization, 0-6 of 17-20 were pulled to the idle CPU, where
+    /// upstream's nohz kick pulls at the next tick. (A first probe that drew both threads' duty at
     /// random split best at the same sum, 715: 233 of 240 wake-ups on the
     /// right side, against 162 for the waker's alone.) Where the rule
     /// sits in the kernel's paths, and what it does on more than one LLC,
@@ -1851,6 +1850,12 @@ impl Fair {
             } else {
                 avg.util_avg
             };
+            // XXX: `cpu_util(this)` as the kernel keeps it: a timer's
+            // sleeper, whose blocked utilization sits on `this` (its
+            // previous CPU), counts in it too. The probe cannot tell that
+            // from `cpu_util_without` (its sleeper's utilization is 2-20);
+            // taking the sleeper out scored 309 of 420 on three kept sets
+            // of `lab validate --pack` against 322.
             if want_affine && !self.idle_cpu(this) && self.packs(this, util, pelt) {
                 return this;
             }

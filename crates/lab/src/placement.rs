@@ -64,6 +64,21 @@ pub struct Sample {
     pub on_waker_cpu: bool,
 }
 
+impl Sample {
+    /// A wake-up kept: the waker's `(util_avg, util_est)` read just before
+    /// it, the sleeper's as it last stored them.
+    fn seen(waker: (u64, u64), wakee: &std::sync::Mutex<(u64, u64)>, on_waker_cpu: bool) -> Sample {
+        let (wakee_util_avg, wakee_util_est) = *wakee.lock().unwrap_or_else(|e| e.into_inner());
+        Sample {
+            util_avg: waker.0,
+            util_est: waker.1,
+            wakee_util_avg,
+            wakee_util_est,
+            on_waker_cpu,
+        }
+    }
+}
+
 /// Where the probe's wake-ups landed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Placement {
@@ -360,15 +375,8 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 };
                 if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) {
-                    let (wakee_util_avg, wakee_util_est) =
-                        *wakee_util.lock().unwrap_or_else(|e| e.into_inner());
-                    p.samples.push(Sample {
-                        util_avg,
-                        util_est,
-                        wakee_util_avg,
-                        wakee_util_est,
-                        on_waker_cpu: cpu == a,
-                    });
+                    p.samples
+                        .push(Sample::seen((util_avg, util_est), wakee_util, cpu == a));
                 }
             }
             Ok(p)
@@ -485,15 +493,8 @@ pub fn timers(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
                         && armed_on_b.load(Ordering::Acquire)
                         && began + 50_000 < expiry;
                     if kept {
-                        let (wakee_util_avg, wakee_util_est) =
-                            *wakee_util.lock().unwrap_or_else(|e| e.into_inner());
-                        p.samples.push(Sample {
-                            util_avg,
-                            util_est,
-                            wakee_util_avg,
-                            wakee_util_est,
-                            on_waker_cpu: cpu == b,
-                        });
+                        p.samples
+                            .push(Sample::seen((util_avg, util_est), &wakee_util, cpu == b));
                     }
                     done.store(true, Ordering::Release);
                 }

@@ -8,19 +8,14 @@ use corral_core::CpuSet;
 use corral_linux::placer::{Layout, Placer};
 use corral_linux::{sched, HostPaths};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{end, forker, go, wait_for_child};
 
 const CPU: &str = "/sys/fs/cgroup/cpu";
 const CPUSET: &str = "/sys/fs/cgroup/cpuset";
-
-fn children(pid: u32) -> Vec<u32> {
-    let text =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    text.split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
 
 /// The task's path in the v1 hierarchy of `controller`.
 fn cgroup_of(tid: u32, controller: &str) -> String {
@@ -35,38 +30,6 @@ fn cgroup_of(tid: u32, controller: &str) -> String {
                 .then(|| path.to_string())
         })
         .unwrap()
-}
-
-/// `sh` that forks a `sleep 30` once file `go` exists.
-fn forker(go: &Path) -> Child {
-    Command::new("sh")
-        .args([
-            "-c",
-            &format!(
-                "while [ ! -e '{}' ]; do sleep 0.01; done; sleep 30 & wait",
-                go.display()
-            ),
-        ])
-        .spawn()
-        .unwrap()
-}
-
-fn wait_for_child(pid: u32) -> u32 {
-    let t0 = Instant::now();
-    loop {
-        // Only `sleep 30` itself, not a copy of the shell before its exec.
-        if let Some(&c) = children(pid).iter().find(|&&c| {
-            std::fs::read_to_string(format!("/proc/{c}/cmdline"))
-                .is_ok_and(|s| s == "sleep\x0030\0")
-        }) {
-            return c;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the shell forked no sleep"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn spec(name: &str, kind: GroupKind, cpus: &CpuSet) -> GroupSpec {
@@ -108,14 +71,6 @@ fn placer(root: &str, record: PathBuf) -> Placer {
     );
     p.set_state_file(record);
     p
-}
-
-fn end(mut c: Child, pid: u32) {
-    for k in children(pid) {
-        let _ = Command::new("kill").arg(k.to_string()).status();
-    }
-    let _ = c.kill();
-    let _ = c.wait();
 }
 
 /// Removes what a failed run left (a test must not leave groups behind;
@@ -196,7 +151,7 @@ fn born_inside_then_moved(name: &str, crash: bool) {
     p.set_group(&spec("heavy", GroupKind::Dedicated, &all))
         .unwrap();
     assert!(p.move_thread(pid, pid, "latency").unwrap());
-    std::fs::write(&gate, "").unwrap();
+    go(&gate);
     let kid = wait_for_child(pid);
     assert_eq!(
         cgroup_of(kid, "cpu"),

@@ -1531,7 +1531,7 @@ impl Fair {
     ///   timer's wake-up on the CPU its timer fires on (where it was
     ///   armed: the sleeper's previous CPU), busy, with room, while
     ///   another CPU idles (`corral lab placement`'s timer probe: under
-    ///   the same threshold, 714-717 for wakers and 715-721 for timers
+    ///   the same threshold, 715-717 for wakers and 714-720 for timers
     ///   in three runs; in another, 166 of 175 below it stayed and all
     ///   75 above went). There the sleeper counts by its `util_avg`,
     ///   not its `util_est`: in one run 120 of 125 stayed where its
@@ -1546,8 +1546,9 @@ impl Fair {
     /// (ten runs, eight of them 712-717), and goes to its idle previous
     /// CPU above; of packed pairs left sharing a CPU 10 ms at low
     /// utilization, 0-6 of 17-20 were pulled to the idle CPU, where
-    /// upstream's nohz kick pulls at the next tick. (A first probe that drew both threads' duty at
-    /// random split best at the same sum, 715: 233 of 240 wake-ups on the
+    /// upstream's nohz kick pulls at the next tick. (A first probe that
+    /// drew both threads' duty at random split best at the same sum,
+    /// 715: 233 of 240 wake-ups on the
     /// right side, against 162 for the waker's alone.) Where the rule
     /// sits in the kernel's paths, and what it does on more than one LLC,
     /// is not known.

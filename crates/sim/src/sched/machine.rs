@@ -306,6 +306,9 @@ struct Task {
     /// A mutex to let go before going on, once the costs it owes are paid
     /// (rt-app's `pthread_mutex_unlock` at a barrier's end).
     unlock_then: Option<u32>,
+    /// A barrier whose count of waiting threads it rejoins once it holds
+    /// the barrier's mutex again (`waiting += 1` after the wait).
+    rejoin: Option<u32>,
     /// A recorded fork not yet forked (`corral_forked`).
     unborn: bool,
     stats: TaskStats,
@@ -344,6 +347,17 @@ struct Mutex {
     waiters: VecDeque<TaskId>,
 }
 
+/// An rt-app barrier (`init_barrier_resource`, `run_event`).
+#[derive(Debug)]
+struct Barrier {
+    /// How many of its threads have still to arrive before one goes
+    /// through: rt-app's `waiting`, which a waiter takes 1 off before it
+    /// waits and puts back once woken and holding the mutex again.
+    waiting: i64,
+    /// The threads waiting on its condition.
+    sleepers: Vec<TaskId>,
+}
+
 /// A machine running a workload under kernel model `K`.
 pub struct Machine<K: SchedClass> {
     q: Queue<Ev>,
@@ -361,7 +375,7 @@ pub struct Machine<K: SchedClass> {
     suspended: Vec<Vec<TaskId>>,
     /// Wake-ups posted to each semaphore (`corral_wake`) not yet taken.
     tokens: Vec<u32>,
-    barriers: Vec<(usize, Vec<TaskId>)>,
+    barriers: Vec<Barrier>,
     /// Ticks seen per CPU (for the balancing interval).
     ticks: Vec<u64>,
     /// Whether each CPU's tick runs (it stops while the CPU idles).
@@ -619,6 +633,7 @@ impl Task {
             relock: None,
             arrive: None,
             unlock_then: None,
+            rejoin: None,
             unborn: false,
             on_cpu_since: 0,
             iter_start: None,
@@ -685,7 +700,10 @@ impl<K: SchedClass> Machine<K> {
         let q = first_events(&platform, &starts)?;
         let barriers = barrier_users
             .into_iter()
-            .map(|n| (n.max(1), Vec::new()))
+            .map(|n| Barrier {
+                waiting: n.max(1) as i64 - 1,
+                sleepers: Vec::new(),
+            })
             .collect();
         let ntasks = tasks.len();
         let pelt = k
@@ -2214,28 +2232,37 @@ impl<K: SchedClass> Machine<K> {
     /// ```
     ///
     /// `t`, holding the barrier's mutex (the mutex of the same name),
-    /// arrives at barrier `id`. The last to arrive wakes the others and
-    /// goes on (true), letting the mutex go once it has paid for the
-    /// wake-ups (`Costs::waker`); the others let it go and wait (false).
-    /// Each woken one takes the mutex again, then lets it go: one woken
-    /// onto the waker's CPU that preempts it while it still holds the
-    /// mutex blocks on it, and the mutex hands the waiters on one by one.
+    /// arrives at barrier `id`. `waiting` starts at the number of threads
+    /// using the barrier less one (rt-app counts them as it parses). One
+    /// that finds it at 0 wakes every thread waiting and goes on (true),
+    /// letting the mutex go once it has paid for the wake-ups
+    /// (`Costs::waker`); the others count themselves out, let it go and
+    /// wait (false). Each woken one takes the mutex again, counts itself
+    /// back in, then lets it go: one woken onto the waker's CPU that
+    /// preempts it while it still holds the mutex blocks on it, and the
+    /// mutex hands the waiters on one by one. So the count is back only
+    /// once the woken ones have run: a thread that arrives again before
+    /// them finds it at 0 and goes straight through (on a busy CPU the
+    /// last to arrive may run many loops while the ones it woke wait,
+    /// not eligible yet, and their lag grows meanwhile).
     fn arrive(&mut self, t: TaskId, id: u32) -> bool {
-        let entry = &mut self.barriers[id as usize];
-        entry.1.push(t);
-        if entry.1.len() < entry.0 {
+        let b = &mut self.barriers[id as usize];
+        if b.waiting > 0 {
+            b.waiting -= 1;
+            b.sleepers.push(t);
             self.unlock(id);
             return false;
         }
         // (The list is put back empty, to be reused, as `resume` does.)
-        let mut all = std::mem::take(&mut self.barriers[id as usize].1);
-        for &w in all.iter().filter(|&&w| w != t) {
+        let mut all = std::mem::take(&mut b.sleepers);
+        for &w in &all {
             self.tasks[w].relock = Some(id);
             self.tasks[w].unlock_then = Some(id);
+            self.tasks[w].rejoin = Some(id);
             self.wake(w);
         }
         all.clear();
-        self.barriers[id as usize].1 = all;
+        self.barriers[id as usize].sleepers = all;
         self.tasks[t].unlock_then = Some(id);
         true
     }
@@ -2255,6 +2282,10 @@ impl<K: SchedClass> Machine<K> {
                 return self.block(t, false);
             }
             self.tasks[t].relock = None;
+        }
+        // It holds the barrier's mutex again, taken or handed on.
+        if let Some(b) = self.tasks[t].rejoin.take() {
+            self.barriers[b as usize].waiting += 1;
         }
         if let Some(b) = self.tasks[t].arrive.take() {
             if !self.arrive(t, b) {
@@ -2845,6 +2876,34 @@ mod tests {
         );
     }
 
+    /// rt-app's barrier counts its waiters back in only once they hold
+    /// its mutex again (`waiting += 1` after `pthread_cond_wait`): x,
+    /// woken onto a CPU a FIFO hog holds, has not, so y finds the count
+    /// at 0 at each of its arrivals and runs its three loops through,
+    /// and x, back at last, waits for ever. A barrier that let y through
+    /// once per x's arrival would hold y at its second (20 µs each).
+    #[test]
+    fn a_barrier_lets_through_while_the_woken_have_not_run() {
+        let json = r#"{"tasks": {
+            "x": {"loop": 3, "cpus": [1], "barrier": "bar", "run": 10},
+            "y": {"loop": 3, "cpus": [0], "delay": 2000, "barrier": "bar", "run": 10},
+            "h": {"loop": 1, "cpus": [1], "delay": 1000, "policy": "SCHED_FIFO",
+                "priority": 10, "run": 5000}
+        }}"#;
+        let k = crate::sched::classes::Classes::new(
+            2,
+            Fair::eevdf(2),
+            crate::sched::rt::RtBandwidth::fair_server(),
+            250,
+        );
+        let mut m = Machine::new(Platform::uniform(2), parse(json, "test").unwrap(), k).unwrap();
+        m.run_until(1_000_000_000);
+        let s = m.stats();
+        assert_eq!(s[1].cpu_ns, 30_000, "{:?}", s[1]);
+        assert_eq!(s[0].cpu_ns, 10_000, "{:?}", s[0]);
+        assert_eq!(s[1].switches, 1, "y never waited: {:?}", s[1]);
+    }
+
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks
     /// (the first event is the timer, so its base is the start, 0; its
     /// start is a wake-up too, and left out). A
@@ -2941,14 +3000,14 @@ mod tests {
             r#"{"tasks": {
                 "a": {"loop": 3, "lock": "m", "run": 100, "signal": "c", "unlock": "m", "sleep": 1000},
                 "b": {"loop": 3, "lock": "m", "wait": {"ref": "c", "mutex": "m"}, "unlock": "m", "run": 50},
-                "x": {"loop": 2, "barrier": "bar", "run": 10},
-                "y": {"loop": 2, "barrier": "bar", "run": 10}
+                "x": {"loop": 1, "barrier": "bar", "run": 10},
+                "y": {"loop": 1, "barrier": "bar", "run": 10}
             }}"#,
             2,
             1.0,
         );
-        assert_eq!(s[2].cpu_ns, 20_000);
-        assert_eq!(s[3].cpu_ns, 20_000);
+        assert_eq!(s[2].cpu_ns, 10_000);
+        assert_eq!(s[3].cpu_ns, 10_000);
         assert_eq!(s[0].cpu_ns, 300_000);
     }
 }

@@ -2088,11 +2088,15 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
+    /// `pthread_mutex_unlock` of glibc's default mutex (`lll_unlock`):
+    /// the mutex is let go and one waiter is woken to try again. Nothing
+    /// is handed over: a thread that takes it first, the unlocker itself
+    /// or another, has it, and the woken one waits again, last.
     fn unlock(&mut self, m: u32) {
         let mx = &mut self.mutexes[m as usize];
-        mx.owner = mx.waiters.pop_front();
-        if let Some(next) = mx.owner {
-            self.tasks[next].relock = None;
+        mx.owner = None;
+        if let Some(next) = mx.waiters.pop_front() {
+            self.tasks[next].relock = Some(m);
             self.wake(next);
         }
     }
@@ -2240,7 +2244,7 @@ impl<K: SchedClass> Machine<K> {
     /// wait (false). Each woken one takes the mutex again, counts itself
     /// back in, then lets it go: one woken onto the waker's CPU that
     /// preempts it while it still holds the mutex blocks on it, and the
-    /// mutex hands the waiters on one by one. So the count is back only
+    /// mutex wakes the waiters one by one. So the count is back only
     /// once the woken ones have run: a thread that arrives again before
     /// them finds it at 0 and goes straight through (on a busy CPU the
     /// last to arrive may run many loops while the ones it woke wait,
@@ -2283,7 +2287,7 @@ impl<K: SchedClass> Machine<K> {
             }
             self.tasks[t].relock = None;
         }
-        // It holds the barrier's mutex again, taken or handed on.
+        // It holds the barrier's mutex again.
         if let Some(b) = self.tasks[t].rejoin.take() {
             self.barriers[b as usize].waiting += 1;
         }
@@ -2902,6 +2906,33 @@ mod tests {
         assert_eq!(s[1].cpu_ns, 30_000, "{:?}", s[1]);
         assert_eq!(s[0].cpu_ns, 10_000, "{:?}", s[0]);
         assert_eq!(s[1].switches, 1, "y never waited: {:?}", s[1]);
+    }
+
+    /// glibc's mutex hands nothing over. b, on CPU 1, waits for the
+    /// mutex a holds; a FIFO hog then takes CPU 1, so b, woken at a's
+    /// unlock, cannot run: a takes the mutex again at its next lock and
+    /// runs its five loops through. A mutex handed to b at a's unlock
+    /// would stop a at its second lock until the hog is done (5 ms).
+    #[test]
+    fn an_unlocked_mutex_goes_to_whoever_takes_it_first() {
+        let json = r#"{"tasks": {
+            "a": {"loop": 5, "cpus": [0], "lock": "m", "run": 100, "unlock": "m"},
+            "b": {"loop": 1, "cpus": [1], "delay": 50, "lock": "m", "run": 100, "unlock": "m"},
+            "h": {"loop": 1, "cpus": [1], "delay": 60, "policy": "SCHED_FIFO",
+                "priority": 10, "run": 5000}
+        }}"#;
+        let k = crate::sched::classes::Classes::new(
+            2,
+            Fair::eevdf(2),
+            crate::sched::rt::RtBandwidth::fair_server(),
+            250,
+        );
+        let mut m = Machine::new(Platform::uniform(2), parse(json, "test").unwrap(), k).unwrap();
+        m.run_until(1_000_000_000);
+        let s = m.stats();
+        assert_eq!(s[0].exited_at, Some(500_000), "{:?}", s[0]);
+        assert_eq!(s[0].switches, 1, "a never waited: {:?}", s[0]);
+        assert_eq!(s[1].cpu_ns, 100_000, "{:?}", s[1]);
     }
 
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks

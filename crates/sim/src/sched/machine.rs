@@ -298,7 +298,8 @@ struct Task {
     ready_since: Ns,
     /// Its nice value now.
     nice: i32,
-    /// A mutex to take before going on (after a `wait` was signalled).
+    /// A mutex to take before going on: after a `wait` was signalled, or
+    /// woken by an unlock to try again.
     relock: Option<u32>,
     /// A barrier to arrive at once it holds the barrier's mutex (it
     /// waited for the mutex on its way in).
@@ -341,10 +342,13 @@ struct Task {
     ran_on: Option<usize>,
 }
 
+/// glibc's default mutex: its word is 0 free, 1 taken, 2 taken with
+/// waiters maybe (`contended`).
 #[derive(Debug, Default)]
 struct Mutex {
     owner: Option<TaskId>,
     waiters: VecDeque<TaskId>,
+    contended: bool,
 }
 
 /// An rt-app barrier (`init_barrier_resource`, `run_event`).
@@ -2077,24 +2081,36 @@ impl<K: SchedClass> Machine<K> {
         }
     }
 
-    fn lock(&mut self, t: TaskId, m: u32) -> bool {
+    /// `pthread_mutex_lock`: a free mutex is taken (the fast path, 0 to
+    /// 1); a taken one marks itself contended (2) and the caller waits,
+    /// last. `retry`: a thread woken to try again, or coming back from a
+    /// condition wait, takes it the slow way (`__lll_lock_wait`,
+    /// `lll_cond_lock`), marking it contended all the same.
+    fn lock(&mut self, t: TaskId, m: u32, retry: bool) -> bool {
         let mx = &mut self.mutexes[m as usize];
         if mx.owner.is_none() {
             mx.owner = Some(t);
+            mx.contended = retry;
             true
         } else {
             mx.waiters.push_back(t);
+            mx.contended = true;
             false
         }
     }
 
     /// `pthread_mutex_unlock` of glibc's default mutex (`lll_unlock`):
-    /// the mutex is let go and one waiter is woken to try again. Nothing
-    /// is handed over: a thread that takes it first, the unlocker itself
-    /// or another, has it, and the woken one waits again, last.
+    /// the mutex is let go and, if it was contended, one waiter is woken
+    /// to try again. Nothing is handed over: a thread that takes it
+    /// first, the unlocker itself or another, has it, and the woken one
+    /// waits again, last. One taken by the fast path meanwhile wakes
+    /// nobody at its unlock.
     fn unlock(&mut self, m: u32) {
         let mx = &mut self.mutexes[m as usize];
         mx.owner = None;
+        if !std::mem::take(&mut mx.contended) {
+            return;
+        }
         if let Some(next) = mx.waiters.pop_front() {
             self.tasks[next].relock = Some(m);
             self.wake(next);
@@ -2236,8 +2252,9 @@ impl<K: SchedClass> Machine<K> {
     /// ```
     ///
     /// `t`, holding the barrier's mutex (the mutex of the same name),
-    /// arrives at barrier `id`. `waiting` starts at the number of threads
-    /// using the barrier less one (rt-app counts them as it parses). One
+    /// arrives at barrier `id`. `waiting` starts at the number of the
+    /// barrier's events less one, one per thread instance naming it
+    /// (rt-app counts them as it parses). One
     /// that finds it at 0 wakes every thread waiting and goes on (true),
     /// letting the mutex go once it has paid for the wake-ups
     /// (`Costs::waker`); the others count themselves out, let it go and
@@ -2282,7 +2299,7 @@ impl<K: SchedClass> Machine<K> {
     /// it wakes.
     fn step_task_events(&mut self, t: TaskId) {
         if let Some(m) = self.tasks[t].relock {
-            if !self.lock(t, m) {
+            if !self.lock(t, m, true) {
                 return self.block(t, false);
             }
             self.tasks[t].relock = None;
@@ -2370,7 +2387,7 @@ impl<K: SchedClass> Machine<K> {
                     }
                 }
                 Event::Lock(_) => {
-                    if !self.lock(t, id) {
+                    if !self.lock(t, id, false) {
                         return self.block(t, false);
                     }
                 }
@@ -2392,7 +2409,7 @@ impl<K: SchedClass> Machine<K> {
                     return self.block(t, false);
                 }
                 Event::Barrier(_) => {
-                    if !self.lock(t, id) {
+                    if !self.lock(t, id, false) {
                         self.tasks[t].arrive = Some(id);
                         return self.block(t, false);
                     }
@@ -2865,7 +2882,7 @@ mod tests {
         let (m, w) = (&costly[0], &costly[1]);
         assert!(w.wakeups >= 199 && w.wakeups <= 202, "{w:?}");
         // m pays for both of w's wake-ups: the broadcast and the mutex's
-        // hand-over (w's start is by none).
+        // wake-up (w's start is by none).
         assert_eq!(m.cpu_ns, (w.wakeups - 1) * 20_000, "{m:?}");
         assert!(
             starts.len() >= 98 && starts.len() == free_starts.len(),
@@ -2885,7 +2902,8 @@ mod tests {
     /// woken onto a CPU a FIFO hog holds, has not, so y finds the count
     /// at 0 at each of its arrivals and runs its three loops through,
     /// and x, back at last, waits for ever. A barrier that let y through
-    /// once per x's arrival would hold y at its second (20 µs each).
+    /// once per x's arrival would hold y at its second arrival until x
+    /// arrives, and x would run all three loops (30 µs).
     #[test]
     fn a_barrier_lets_through_while_the_woken_have_not_run() {
         let json = r#"{"tasks": {
@@ -2933,6 +2951,37 @@ mod tests {
         assert_eq!(s[0].exited_at, Some(500_000), "{:?}", s[0]);
         assert_eq!(s[0].switches, 1, "a never waited: {:?}", s[0]);
         assert_eq!(s[1].cpu_ns, 100_000, "{:?}", s[1]);
+    }
+
+    /// glibc's unlock wakes a waiter only when the mutex was contended.
+    /// b and c wait for the mutex a holds, on CPU 1, where a FIFO hog then
+    /// runs 5 ms: a's first unlock wakes b (who cannot run yet); a takes
+    /// the mutex again by the fast path, so its later unlocks wake
+    /// nobody, and c is woken only by b's unlock once the hog is done,
+    /// and runs at once. An unlock that woke a waiter whenever one was
+    /// queued would wake c at a's second unlock, 5 ms before it runs.
+    #[test]
+    fn an_uncontended_unlock_wakes_nobody() {
+        let json = r#"{"tasks": {
+            "a": {"loop": 5, "cpus": [0], "lock": "m", "run": 100, "unlock": "m"},
+            "b": {"loop": 1, "cpus": [1], "delay": 20, "lock": "m", "run": 100, "unlock": "m"},
+            "c": {"loop": 1, "cpus": [1], "delay": 30, "lock": "m", "run": 100, "unlock": "m"},
+            "h": {"loop": 1, "cpus": [1], "delay": 40, "policy": "SCHED_FIFO",
+                "priority": 10, "run": 5000}
+        }}"#;
+        let k = crate::sched::classes::Classes::new(
+            2,
+            Fair::eevdf(2),
+            crate::sched::rt::RtBandwidth::fair_server(),
+            250,
+        );
+        let mut m = Machine::new(Platform::uniform(2), parse(json, "test").unwrap(), k).unwrap();
+        m.run_until(1_000_000_000);
+        let s = m.stats();
+        assert_eq!(s[0].exited_at, Some(500_000), "{:?}", s[0]);
+        assert!(s[1].wakeup_latency.max > 4_000_000, "{:?}", s[1]);
+        assert!(s[2].wakeup_latency.max < 1_000_000, "{:?}", s[2]);
+        assert_eq!(s[2].cpu_ns, 100_000, "{:?}", s[2]);
     }
 
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks

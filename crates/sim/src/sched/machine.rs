@@ -2254,8 +2254,8 @@ impl<K: SchedClass> Machine<K> {
     /// `t`, holding the barrier's mutex (the mutex of the same name),
     /// arrives at barrier `id`. `waiting` starts at the number of the
     /// barrier's events less one, one per thread instance naming it
-    /// (rt-app counts them as it parses). One
-    /// that finds it at 0 wakes every thread waiting and goes on (true),
+    /// (rt-app counts them as it parses). One that finds it at 0 wakes
+    /// every thread waiting and goes on (true),
     /// letting the mutex go once it has paid for the wake-ups
     /// (`Costs::waker`); the others count themselves out, let it go and
     /// wait (false). Each woken one takes the mutex again, counts itself
@@ -2483,6 +2483,20 @@ mod tests {
         let w = parse(json, "test").unwrap();
         let mut m = Machine::new(Platform::uniform(cpus), w, Fair::cfs(cpus)).unwrap();
         m.run_until((secs * 1e9) as Ns);
+        m.stats()
+    }
+
+    /// One simulated second of `json` on `cpus` equal CPUs under EEVDF
+    /// with the RT class above it (and its fair server).
+    fn run_with_rt(json: &str, cpus: usize) -> Vec<TaskStats> {
+        let k = crate::sched::classes::Classes::new(
+            cpus,
+            Fair::eevdf(cpus),
+            crate::sched::rt::RtBandwidth::fair_server(),
+            250,
+        );
+        let mut m = Machine::new(Platform::uniform(cpus), parse(json, "test").unwrap(), k).unwrap();
+        m.run_until(1_000_000_000);
         m.stats()
     }
 
@@ -2912,15 +2926,7 @@ mod tests {
             "h": {"loop": 1, "cpus": [1], "delay": 1000, "policy": "SCHED_FIFO",
                 "priority": 10, "run": 5000}
         }}"#;
-        let k = crate::sched::classes::Classes::new(
-            2,
-            Fair::eevdf(2),
-            crate::sched::rt::RtBandwidth::fair_server(),
-            250,
-        );
-        let mut m = Machine::new(Platform::uniform(2), parse(json, "test").unwrap(), k).unwrap();
-        m.run_until(1_000_000_000);
-        let s = m.stats();
+        let s = run_with_rt(json, 2);
         assert_eq!(s[1].cpu_ns, 30_000, "{:?}", s[1]);
         assert_eq!(s[0].cpu_ns, 10_000, "{:?}", s[0]);
         assert_eq!(s[1].switches, 1, "y never waited: {:?}", s[1]);
@@ -2939,15 +2945,7 @@ mod tests {
             "h": {"loop": 1, "cpus": [1], "delay": 60, "policy": "SCHED_FIFO",
                 "priority": 10, "run": 5000}
         }}"#;
-        let k = crate::sched::classes::Classes::new(
-            2,
-            Fair::eevdf(2),
-            crate::sched::rt::RtBandwidth::fair_server(),
-            250,
-        );
-        let mut m = Machine::new(Platform::uniform(2), parse(json, "test").unwrap(), k).unwrap();
-        m.run_until(1_000_000_000);
-        let s = m.stats();
+        let s = run_with_rt(json, 2);
         assert_eq!(s[0].exited_at, Some(500_000), "{:?}", s[0]);
         assert_eq!(s[0].switches, 1, "a never waited: {:?}", s[0]);
         assert_eq!(s[1].cpu_ns, 100_000, "{:?}", s[1]);
@@ -2969,15 +2967,7 @@ mod tests {
             "h": {"loop": 1, "cpus": [1], "delay": 40, "policy": "SCHED_FIFO",
                 "priority": 10, "run": 5000}
         }}"#;
-        let k = crate::sched::classes::Classes::new(
-            2,
-            Fair::eevdf(2),
-            crate::sched::rt::RtBandwidth::fair_server(),
-            250,
-        );
-        let mut m = Machine::new(Platform::uniform(2), parse(json, "test").unwrap(), k).unwrap();
-        m.run_until(1_000_000_000);
-        let s = m.stats();
+        let s = run_with_rt(json, 2);
         assert_eq!(s[0].exited_at, Some(500_000), "{:?}", s[0]);
         assert!(s[1].wakeup_latency.max > 4_000_000, "{:?}", s[1]);
         assert!(s[2].wakeup_latency.max < 1_000_000, "{:?}", s[2]);

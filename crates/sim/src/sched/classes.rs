@@ -5,7 +5,7 @@
 
 use crate::engine::Ns;
 use crate::sched::kernel::Policy;
-use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
+use crate::sched::kernel::{allows, SchedClass, TaskId, WakeCtx, Work};
 use crate::sched::rt::{Rt, RtBandwidth};
 
 /// RT above fair class `F`.
@@ -211,7 +211,7 @@ impl<F: SchedClass> SchedClass for Classes<F> {
                 -1
             }
         };
-        if allowed.contains(&prev) && level(self, prev) < p as i64 {
+        if allows(allowed, prev) && level(self, prev) < p as i64 {
             return prev;
         }
         *allowed

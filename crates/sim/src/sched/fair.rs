@@ -101,7 +101,7 @@
 use crate::engine::{Ns, OrderedSet};
 use crate::sched::features::{Feature, Features};
 use crate::sched::kernel::Policy;
-use crate::sched::kernel::{SchedClass, TaskId, WakeCtx, Work};
+use crate::sched::kernel::{allows, SchedClass, TaskId, WakeCtx, Work};
 use crate::sched::pelt::{Pelt, SchedAvg, PELT_MIN_DIVIDER};
 use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
 use std::collections::HashMap;
@@ -301,12 +301,17 @@ pub struct Fair {
     /// ones are, which the kernel's `h_nr_runnable` does not: see
     /// [`Fair::h_nr_runnable`]).
     runnable: Vec<usize>,
+    /// Each CPU's root queue's `load` (root queue `c` is `rqs[c]`), kept
+    /// beside it in one dense array for the scans over every CPU.
+    root_load: Vec<u64>,
     /// Of those, the tasks under a throttled group.
     throttled_nr: Vec<usize>,
     /// Groups with a bandwidth limit.
     limited: Vec<GroupId>,
     /// Buffers the balancer reuses.
     scratch: (Vec<TaskId>, Vec<RqId>, Vec<EntityId>),
+    /// [`Fair::pick_next_path`]'s list, kept between picks.
+    pick_path: Vec<EntityId>,
     /// Balancing attempts per CPU that found an imbalance and moved
     /// nothing, in a row (`sd->nr_balance_failed`).
     balance_failed: Vec<u32>,
@@ -374,9 +379,11 @@ impl Fair {
             running: vec![None; ncpus],
             enqueue_resched: vec![0; ncpus],
             runnable: vec![0; ncpus],
+            root_load: vec![0; ncpus],
             throttled_nr: vec![0; ncpus],
             limited: Vec::new(),
             scratch: Default::default(),
+            pick_path: Vec::new(),
             balance_failed: vec![0; ncpus],
             interactive: Vec::new(),
             nr_idle_scan: ncpus,
@@ -472,6 +479,13 @@ impl Fair {
         });
         self.by_path.insert(path.to_string(), id);
         id
+    }
+
+    /// Copies a root queue's `load` into [`Fair::root_load`].
+    fn sync_root_load(&mut self, rq: RqId) {
+        if rq < self.ncpus {
+            self.root_load[rq] = self.rqs[rq].load;
+        }
     }
 
     fn ensure_task(&mut self, t: TaskId) {
@@ -886,6 +900,7 @@ impl Fair {
         if on_rq {
             self.pelt_group_rq(rq);
             self.rqs[rq].load = self.rqs[rq].load + w - old;
+            self.sync_root_load(rq);
         }
         if let Some(a) = task_load {
             let en = &mut self.entities[e];
@@ -1190,6 +1205,7 @@ impl Fair {
         r.load += w;
         r.nr_queued += 1;
         r.odd_slices += odd as usize;
+        self.sync_root_load(rq);
     }
 
     /// Takes a queued entity off its queue; EEVDF keeps its lag (and, for
@@ -1228,8 +1244,9 @@ impl Fair {
             self.entities[e].slice != self.tun.base_slice_ns,
         );
         self.pelt_group_rq(rq);
+        self.rqs[rq].load -= w;
+        self.sync_root_load(rq);
         let r = &mut self.rqs[rq];
-        r.load -= w;
         r.nr_queued -= 1;
         r.odd_slices -= odd as usize;
         if r.nr_queued == 0 && self.flavour == Flavour::Eevdf {
@@ -1756,7 +1773,7 @@ impl Fair {
         }
         let recent = self.tasks[t].recent_used_cpu.replace(prev);
         if let Some(r) = recent {
-            if r != prev && r != target && self.idle_cpu(r) && allowed.contains(&r) && fits(r) {
+            if r != prev && r != target && self.idle_cpu(r) && allows(allowed, r) && fits(r) {
                 return r;
             }
         }
@@ -1834,7 +1851,7 @@ impl Fair {
         allowed: &[usize],
         wake: &WakeCtx,
     ) -> usize {
-        let mut want_affine = allowed.contains(&this);
+        let mut want_affine = allows(allowed, this);
         if let Some(w) = wake.waker {
             self.record_wakee(w, t, wake.now);
             want_affine &= !self.wake_wide(t, w);
@@ -2279,6 +2296,57 @@ impl Fair {
         }
         w as u64
     }
+
+    /// [`SchedClass::pick_next`], `path` its scratch list.
+    fn pick_next_path(&mut self, cpu: usize, now: Ns, path: &mut Vec<EntityId>) -> Option<TaskId> {
+        'pick: loop {
+            // Choose without side effects, then commit.
+            let mut rq = self.groups[0].rqs[cpu];
+            path.clear();
+            let mut throttle = None;
+            loop {
+                let (e, looked) = self.pick_entity(rq);
+                self.work.examined += looked;
+                let e = e?;
+                if self.entities[e].delayed {
+                    // `pick_next_entity`: picked while delayed, a task or
+                    // a group entity leaves now, and we pick again.
+                    self.finish_delayed(e);
+                    continue 'pick;
+                }
+                path.push(e);
+                match self.entities[e].my_rq {
+                    Some(child) if self.out_of_runtime(child) => {
+                        throttle = Some(child);
+                        break;
+                    }
+                    Some(child) => rq = child,
+                    None => break,
+                }
+            }
+            if let Some(child) = throttle {
+                // check_cfs_rq_runtime: the group has used its quota.
+                self.throttle(child);
+                continue;
+            }
+            let leaf = *path.last()?;
+            for &e in path.iter() {
+                let rq = self.entities[e].rq;
+                self.tree_remove(rq, e);
+                self.rqs[rq].curr = Some(e);
+                let en = &mut self.entities[e];
+                en.exec_start = now;
+                en.prev_sum_exec = en.sum_exec;
+                en.new = false;
+                if self.flavour == Flavour::Eevdf && self.rqs[rq].last_curr != Some(e) {
+                    self.set_protect_slice(rq, e);
+                }
+            }
+            let t = self.entities[leaf].task?;
+            self.running[cpu] = Some(t);
+            return Some(t);
+        }
+    }
 }
 
 impl SchedClass for Fair {
@@ -2563,53 +2631,12 @@ impl SchedClass for Fair {
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
         self.clock = self.clock.max(now);
         self.work.picks += 1;
-        'pick: loop {
-            // Choose without side effects, then commit.
-            let mut rq = self.groups[0].rqs[cpu];
-            let mut path = Vec::new();
-            let mut throttle = None;
-            loop {
-                let (e, looked) = self.pick_entity(rq);
-                self.work.examined += looked;
-                let e = e?;
-                if self.entities[e].delayed {
-                    // `pick_next_entity`: picked while delayed, a task or
-                    // a group entity leaves now, and we pick again.
-                    self.finish_delayed(e);
-                    continue 'pick;
-                }
-                path.push(e);
-                match self.entities[e].my_rq {
-                    Some(child) if self.out_of_runtime(child) => {
-                        throttle = Some(child);
-                        break;
-                    }
-                    Some(child) => rq = child,
-                    None => break,
-                }
-            }
-            if let Some(child) = throttle {
-                // check_cfs_rq_runtime: the group has used its quota.
-                self.throttle(child);
-                continue;
-            }
-            let leaf = *path.last()?;
-            for &e in &path {
-                let rq = self.entities[e].rq;
-                self.tree_remove(rq, e);
-                self.rqs[rq].curr = Some(e);
-                let en = &mut self.entities[e];
-                en.exec_start = now;
-                en.prev_sum_exec = en.sum_exec;
-                en.new = false;
-                if self.flavour == Flavour::Eevdf && self.rqs[rq].last_curr != Some(e) {
-                    self.set_protect_slice(rq, e);
-                }
-            }
-            let t = self.entities[leaf].task?;
-            self.running[cpu] = Some(t);
-            return Some(t);
-        }
+        // The entities picked, root first (kept between picks: no
+        // allocation per pick).
+        let mut path = std::mem::take(&mut self.pick_path);
+        let t = self.pick_next_path(cpu, now, &mut path);
+        self.pick_path = path;
+        t
     }
 
     fn put_prev(&mut self, cpu: usize, t: TaskId, now: Ns) {
@@ -2788,18 +2815,18 @@ impl SchedClass for Fair {
         if self.entities[e].delayed {
             // Still queued (`ttwu_runnable`): it wakes where it is, unless
             // it may no longer run there.
-            if allowed.contains(&prev) {
+            if allows(allowed, prev) {
                 return prev;
             }
             self.finish_delayed(e);
         }
-        if self.flavour == Flavour::Eevdf && !self.entities[e].new && allowed.contains(&prev) {
+        if self.flavour == Flavour::Eevdf && !self.entities[e].new && allows(allowed, prev) {
             if let Some(this) = wake.this_cpu {
                 return self.select_task_rq_wake(t, prev, this, allowed, wake);
             }
         }
         let runnable = &self.runnable;
-        if allowed.contains(&prev) && runnable[prev] == 0 {
+        if allows(allowed, prev) && runnable[prev] == 0 {
             return prev;
         }
         if let Some(&idle) = allowed.iter().find(|&&c| runnable[c] == 0) {
@@ -2809,13 +2836,14 @@ impl SchedClass for Fair {
         // `select_idle_sibling` returns its target); only a new task
         // (`wake_up_new_task`, `sched_balance_find_dst_cpu`) or one that
         // may no longer run on prev goes to the least loaded CPU.
-        if allowed.contains(&prev) && !self.entities[e].new {
+        if allows(allowed, prev) && !self.entities[e].new {
             return prev;
         }
-        let root = |c: usize| &self.rqs[self.groups[0].rqs[c]];
+        let load = &self.root_load;
+        debug_assert!((0..self.ncpus).all(|c| load[c] == self.rqs[self.groups[0].rqs[c]].load));
         *allowed
             .iter()
-            .min_by_key(|&&c| (root(c).load, c != prev, c))
+            .min_by_key(|&&c| (load[c], c != prev, c))
             .unwrap_or(&prev)
     }
 

@@ -63,6 +63,13 @@ impl From<Policy> for corral_core::sample::Policy {
 /// A simulated thread's index.
 pub type TaskId = usize;
 
+/// Whether CPU list `allowed` holds `cpu`: at once when the list is every
+/// CPU from 0 in order (most tasks' — a scan of 256 CPUs per wake-up
+/// was a tenth of a large machine's simulation), else by a scan.
+pub fn allows(allowed: &[usize], cpu: usize) -> bool {
+    allowed.get(cpu) == Some(&cpu) || allowed.contains(&cpu)
+}
+
 /// Scheduling work a model has done so far: how often it picked, how many
 /// tasks (or entities) it looked at to pick, and its queue operations.
 /// Plain counters, so a model pays an add per event for them.

@@ -15,7 +15,7 @@ use crate::engine::{FastMap, Ns, Queue};
 use crate::error::Error;
 use crate::input::rtapp::{Event, Name, TimerMode, Workload};
 use crate::out::hist::{Histogram, SignedHistogram};
-use crate::sched::kernel::{SchedClass, TaskId, WakeCtx};
+use crate::sched::kernel::{allows, SchedClass, TaskId, WakeCtx};
 use crate::sched::pelt::{Pelt, SchedAvg};
 use corral_core::share::nice_to_weight;
 use std::collections::VecDeque;
@@ -245,22 +245,37 @@ enum State {
     Exited,
 }
 
+/// What the queue holds: task and CPU numbers as `u32`, generations as
+/// [`Gen`], so an event is 16 bytes and, with its time and sequence, a
+/// queue entry 32 (two to a cache line; with `usize` fields, 48).
 #[derive(Debug, Clone, Copy)]
 enum Ev {
-    Start(TaskId),
-    Tick(usize),
-    RunDone(TaskId, u64),
-    Wake(TaskId, u64),
-    Hotplug(usize, bool),
+    Start(u32),
+    Tick(u32),
+    RunDone(u32, Gen),
+    Wake(u32, Gen),
+    Hotplug(u32, bool),
     /// The hot-plug governor samples.
     Governor,
     /// An idle CPU picks a task (after a wake-up).
-    Schedule(usize),
+    Schedule(u32),
     /// The CPU's current task yields to a woken one.
-    Preempt(usize),
+    Preempt(u32),
     /// The same, `timer_preempt` after the wake-up, if this task is still
     /// the one running there then (with the same `gen`).
-    PreemptOf(usize, TaskId, u64),
+    PreemptOf(u32, u32, Gen),
+}
+
+/// A task's generation: bumped (wrapping) whenever a scheduled RunDone or
+/// Wake becomes stale. An event pending across 2³² bumps of its task
+/// would be taken for current; none is (a task bumps it a few times per
+/// run, an event waits one sleep or burst).
+type Gen = u32;
+
+/// A task or CPU number as an event carries it.
+fn ev_id(n: usize) -> u32 {
+    debug_assert!(n <= u32::MAX as usize);
+    n as u32
 }
 
 #[derive(Debug, Clone)]
@@ -292,7 +307,7 @@ struct Task {
     scaled: bool,
     run_start: Ns,
     /// Bumped whenever a scheduled RunDone or Wake becomes stale.
-    gen: u64,
+    gen: Gen,
     woke_at: Option<Ns>,
     /// Since when it is runnable and not running.
     ready_since: Ns,
@@ -574,7 +589,7 @@ fn first_events(platform: &Platform, starts: &[Ns]) -> Result<Queue<Ev>, Error> 
     let ncpus = platform.capacities.len();
     let mut q = Queue::new();
     for (id, &at) in starts.iter().enumerate() {
-        q.at(at, Ev::Start(id));
+        q.at(at, Ev::Start(ev_id(id)));
     }
     for &(at, cpu, on) in &platform.hotplug {
         if cpu >= ncpus {
@@ -582,7 +597,7 @@ fn first_events(platform: &Platform, starts: &[Ns]) -> Result<Queue<Ev>, Error> 
                 "hot-plug of CPU {cpu}, but there are {ncpus} CPUs"
             )));
         }
-        q.at(at, Ev::Hotplug(cpu, on));
+        q.at(at, Ev::Hotplug(ev_id(cpu), on));
     }
     if let Some(g) = &platform.governor {
         if g.period == 0 {
@@ -598,7 +613,7 @@ fn first_events(platform: &Platform, starts: &[Ns]) -> Result<Queue<Ev>, Error> 
         phase => phase,
     };
     for cpu in 0..ncpus {
-        q.at(first, Ev::Tick(cpu));
+        q.at(first, Ev::Tick(ev_id(cpu)));
     }
     Ok(q)
 }
@@ -922,7 +937,7 @@ impl<K: SchedClass> Machine<K> {
                 self.k.set_task_group(t, path)?;
                 self.k.enqueue(cpu, t, false, now);
                 self.rq_sync(cpu);
-                self.q.after(0, Ev::Schedule(cpu));
+                self.q.after(0, Ev::Schedule(ev_id(cpu)));
             }
             State::Runnable => {
                 self.k.dequeue(cpu, t, false, now);
@@ -972,7 +987,7 @@ impl<K: SchedClass> Machine<K> {
                 self.stop_running(t, cpu);
                 self.k.dequeue(cpu, t, false, now);
                 self.leave(cpu, t);
-                self.q.after(0, Ev::Schedule(cpu));
+                self.q.after(0, Ev::Schedule(ev_id(cpu)));
                 self.requeue_elsewhere(t, cpu);
             }
             State::Runnable => {
@@ -992,7 +1007,7 @@ impl<K: SchedClass> Machine<K> {
         let now = self.now();
         self.charge(t);
         self.end_run(t, cpu);
-        self.tasks[t].gen += 1;
+        self.tasks[t].gen = self.tasks[t].gen.wrapping_add(1);
         self.tasks[t].state = State::Runnable;
         self.tasks[t].ready_since = now;
         self.pelt_stop(t, cpu, false);
@@ -1021,10 +1036,10 @@ impl<K: SchedClass> Machine<K> {
         self.rq_sync(cpu);
         self.join(cpu, t);
         match self.k.curr(cpu) {
-            None => self.q.after(0, Ev::Schedule(cpu)),
+            None => self.q.after(0, Ev::Schedule(ev_id(cpu))),
             Some(_) => {
                 if self.k.check_preempt_wakeup(cpu, t, now) {
-                    self.q.after(0, Ev::Preempt(cpu));
+                    self.q.after(0, Ev::Preempt(ev_id(cpu)));
                 }
             }
         }
@@ -1053,24 +1068,28 @@ impl<K: SchedClass> Machine<K> {
             }
             let (_, ev) = self.q.pop().expect("peeked");
             match ev {
-                Ev::Start(t) => self.start(t),
-                Ev::Tick(cpu) => self.tick(cpu),
-                Ev::RunDone(t, gen) if gen == self.tasks[t].gen => {
+                Ev::Start(t) => self.start(t as usize),
+                Ev::Tick(cpu) => self.tick(cpu as usize),
+                Ev::RunDone(t, gen) if gen == self.tasks[t as usize].gen => {
+                    let t = t as usize;
                     self.charge(t);
                     self.tasks[t].remaining = 0;
                     self.tasks[t].overhead = 0;
                     self.step_task(t);
                 }
-                Ev::Wake(t, gen) if gen == self.tasks[t].gen => self.wake_by(t, Waker::Timer),
-                Ev::Hotplug(cpu, on) => self.hotplug(cpu, on),
+                Ev::Wake(t, gen) if gen == self.tasks[t as usize].gen => {
+                    self.wake_by(t as usize, Waker::Timer)
+                }
+                Ev::Hotplug(cpu, on) => self.hotplug(cpu as usize, on),
                 Ev::Governor => self.governor(),
-                Ev::Schedule(cpu) => self.schedule(cpu),
-                Ev::Preempt(cpu) => self.preempt(cpu),
+                Ev::Schedule(cpu) => self.schedule(cpu as usize),
+                Ev::Preempt(cpu) => self.preempt(cpu as usize),
                 // Meanwhile it may have blocked, or been preempted already.
                 Ev::PreemptOf(cpu, c, gen)
-                    if self.k.curr(cpu) == Some(c) && self.tasks[c].gen == gen =>
+                    if self.k.curr(cpu as usize) == Some(c as usize)
+                        && self.tasks[c as usize].gen == gen =>
                 {
-                    self.preempt(cpu)
+                    self.preempt(cpu as usize)
                 }
                 _ => {}
             }
@@ -1360,7 +1379,7 @@ impl<K: SchedClass> Machine<K> {
                 }
             }
         }
-        self.q.after(self.tick_ns(), Ev::Tick(cpu));
+        self.q.after(self.tick_ns(), Ev::Tick(ev_id(cpu)));
     }
 
     /// The tick's cost, taken from the task it interrupts: its run ends
@@ -1375,9 +1394,9 @@ impl<K: SchedClass> Machine<K> {
         self.charge(t);
         let task = &mut self.tasks[t];
         task.overhead += self.platform.costs.tick;
-        task.gen += 1;
+        task.gen = task.gen.wrapping_add(1);
         let (wall, gen) = (self.wall_for(t, cpu), self.tasks[t].gen);
-        self.q.after(wall, Ev::RunDone(t, gen));
+        self.q.after(wall, Ev::RunDone(ev_id(t), gen));
     }
 
     /// Starts `cpu`'s tick again, on the tick grid (jiffies).
@@ -1386,7 +1405,7 @@ impl<K: SchedClass> Machine<K> {
             self.ticking[cpu] = true;
             self.tickless -= 1;
             let next = self.tick_at_or_after(self.now() + 1);
-            self.q.at(next, Ev::Tick(cpu));
+            self.q.at(next, Ev::Tick(ev_id(cpu)));
         }
     }
 
@@ -1454,7 +1473,7 @@ impl<K: SchedClass> Machine<K> {
                     Waker::Task => self.platform.costs.wakeup,
                     Waker::Timer => self.platform.costs.timer_wakeup,
                 };
-                self.q.after(cost, Ev::Schedule(cpu));
+                self.q.after(cost, Ev::Schedule(ev_id(cpu)));
                 true
             }
             Some(c) => {
@@ -1465,10 +1484,10 @@ impl<K: SchedClass> Machine<K> {
                             let gen = self.tasks[c].gen;
                             self.q.after(
                                 self.platform.costs.timer_preempt,
-                                Ev::PreemptOf(cpu, c, gen),
+                                Ev::PreemptOf(ev_id(cpu), ev_id(c), gen),
                             );
                         }
-                        _ => self.q.after(0, Ev::Preempt(cpu)),
+                        _ => self.q.after(0, Ev::Preempt(ev_id(cpu))),
                     }
                 }
                 preempts
@@ -1539,7 +1558,7 @@ impl<K: SchedClass> Machine<K> {
             self.charge(c);
             self.end_run(c, cpu);
             let task = &mut self.tasks[c];
-            task.gen += 1;
+            task.gen = task.gen.wrapping_add(1);
             task.state = State::Runnable;
             task.ready_since = now;
             self.pelt_stop(c, cpu, false);
@@ -1636,7 +1655,7 @@ impl<K: SchedClass> Machine<K> {
             return true;
         }
         let a = &self.tasks[t].allowed;
-        a.contains(&cpu) || !a.iter().any(|&c| self.online[c])
+        allows(a, cpu) || !a.iter().any(|&c| self.online[c])
     }
 
     /// CPU hot-plug. Going offline, the CPU's tasks move to other CPUs
@@ -1661,7 +1680,7 @@ impl<K: SchedClass> Machine<K> {
         if let Some(c) = self.k.curr(cpu) {
             self.charge(c);
             self.end_run(c, cpu);
-            self.tasks[c].gen += 1;
+            self.tasks[c].gen = self.tasks[c].gen.wrapping_add(1);
             self.k.put_prev(cpu, c, now);
             self.tasks[c].state = State::Runnable;
             self.tasks[c].ready_since = now;
@@ -1780,7 +1799,7 @@ impl<K: SchedClass> Machine<K> {
             cpu,
             now,
             newidle,
-            &|t, c| online[c] && tasks[t].allowed.contains(&c),
+            &|t, c| online[c] && allows(&tasks[t].allowed, c),
             self.pelt.as_ref(),
         );
         for &(t, from) in &moved {
@@ -1826,7 +1845,7 @@ impl<K: SchedClass> Machine<K> {
         let (tasks, online) = (&self.tasks, &self.online);
         self.k.update_misfit_status(
             cpu,
-            &|t, c| online[c] && tasks[t].allowed.contains(&c),
+            &|t, c| online[c] && allows(&tasks[t].allowed, c),
             self.pelt.as_ref(),
         )
     }
@@ -1844,7 +1863,7 @@ impl<K: SchedClass> Machine<K> {
         self.stop_running(t, from);
         self.k.dequeue(from, t, false, now);
         self.leave(from, t);
-        self.q.after(0, Ev::Schedule(from));
+        self.q.after(0, Ev::Schedule(ev_id(from)));
         self.requeue_on(t, from, to);
     }
 
@@ -1903,7 +1922,7 @@ impl<K: SchedClass> Machine<K> {
         if self.tasks[t].remaining > 0 || self.tasks[t].overhead > 0 {
             let wall = self.wall_for(t, cpu);
             let gen = self.tasks[t].gen;
-            self.q.after(wall, Ev::RunDone(t, gen));
+            self.q.after(wall, Ev::RunDone(ev_id(t), gen));
         } else {
             self.step_task(t);
         }
@@ -1918,7 +1937,7 @@ impl<K: SchedClass> Machine<K> {
         task.scaled = false;
         task.run_start = now;
         let (wall, gen) = (task.overhead, task.gen);
-        self.q.after(wall, Ev::RunDone(t, gen));
+        self.q.after(wall, Ev::RunDone(ev_id(t), gen));
     }
 
     /// The running task stops: it sleeps, waits or exits.
@@ -1929,7 +1948,7 @@ impl<K: SchedClass> Machine<K> {
         let ran = now.saturating_sub(task.run_start);
         task.stats.cpu_ns += ran;
         task.run_start = now;
-        task.gen += 1;
+        task.gen = task.gen.wrapping_add(1);
         self.cpu_busy[cpu] += ran;
         self.exited += exited as usize;
         task.stats.sleeps += !exited as u64;
@@ -1981,7 +2000,7 @@ impl<K: SchedClass> Machine<K> {
             hard
         };
         let gen = self.tasks[t].gen;
-        self.q.at(at, Ev::Wake(t, gen));
+        self.q.at(at, Ev::Wake(ev_id(t), gen));
     }
 
     /// The first instant of the tick grid (jiffies) at or after `at`.
@@ -2353,7 +2372,7 @@ impl<K: SchedClass> Machine<K> {
                     }
                     let wall = self.wall_for(t, self.tasks[t].cpu);
                     let gen = self.tasks[t].gen;
-                    self.q.after(wall, Ev::RunDone(t, gen));
+                    self.q.after(wall, Ev::RunDone(ev_id(t), gen));
                     return;
                 }
                 &Event::Sleep(us) => return self.hrtimer_sleep(t, now + us * 1000),
@@ -2362,7 +2381,7 @@ impl<K: SchedClass> Machine<K> {
                 &Event::Until(us) if us * 1000 > now => {
                     self.block(t, false);
                     let gen = self.tasks[t].gen;
-                    self.q.at(us * 1000, Ev::Wake(t, gen));
+                    self.q.at(us * 1000, Ev::Wake(ev_id(t), gen));
                     return;
                 }
                 Event::Until(_) => {}
@@ -2421,7 +2440,7 @@ impl<K: SchedClass> Machine<K> {
                     // sched_yield: back to the queue, from the event loop.
                     let cpu = self.tasks[t].cpu;
                     self.k.yield_task(cpu, t, now);
-                    self.q.after(0, Ev::Preempt(cpu));
+                    self.q.after(0, Ev::Preempt(ev_id(cpu)));
                     return;
                 }
             }

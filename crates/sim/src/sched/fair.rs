@@ -1987,9 +1987,9 @@ impl Fair {
     /// misfit tasks only):
     ///
     /// - group types (`group_classify`, `imbalance_pct` 117): overloaded
-    ///   when more than one task runs and `util` or `runnable` passes
-    ///   capacity · 100/117; fully busy when it has one task and no room;
-    ///   else has spare.
+    ///   when more than one task runs and `util` passes capacity · 100/117
+    ///   or `runnable` capacity · 117/100; fully busy when it has one task
+    ///   and no room; else has spare.
     /// - `sched_balance_find_src_group`: the busiest group by type, then
     ///   `avg_load = load · 1024 / capacity` (overloaded), idle CPUs and
     ///   task count (has spare); balanced when the local group is busier,
@@ -3081,22 +3081,26 @@ struct SgStats {
 }
 
 impl SgStats {
-    /// `group_classify` for a group of weight 1:
+    /// `group_classify` for a group of weight 1 (`group_is_overloaded`,
+    /// `group_has_capacity`): util is held to capacity · 100/117, runnable
+    /// to capacity · 117/100 (runnable sums every queued task's time,
+    /// waiting included, so it passes capacity as soon as two queue):
     ///
     /// ```text
-    /// overloaded:  nr > 1 and (cap·100 < util·pct or cap·100 < runnable·pct)
-    /// has spare:   nr < 1, or (cap·100 ≥ runnable·pct and cap·100 > util·pct)
+    /// overloaded:  nr > 1 and (cap·100 < util·pct or cap·pct < runnable·100)
+    /// has spare:   nr < 1, or (cap·pct ≥ runnable·100 and cap·100 > util·pct)
     /// fully busy:  otherwise
     /// ```
     fn classify(&self) -> GroupType {
-        let (cap, pct) = (self.capacity * 100, LLC_IMBALANCE_PCT);
-        if self.nr > 1 && (cap < self.util * pct || cap < self.runnable * pct) {
+        let (cap, pct) = (self.capacity, LLC_IMBALANCE_PCT);
+        if self.nr > 1 && (cap * 100 < self.util * pct || cap * pct < self.runnable * 100) {
             return GroupType::Overloaded;
         }
         if self.misfit_load > 0 {
             return GroupType::MisfitTask;
         }
-        let has_capacity = self.nr < 1 || (cap >= self.runnable * pct && cap > self.util * pct);
+        let has_capacity =
+            self.nr < 1 || (cap * pct >= self.runnable * 100 && cap * 100 > self.util * pct);
         if has_capacity {
             GroupType::HasSpare
         } else {
@@ -3561,6 +3565,32 @@ mod tests {
         assert_eq!(wake(&mut f, &p), 2);
         assert!(fits_capacity(356, 446));
         assert!(!fits_capacity(357, 446));
+    }
+
+    #[test]
+    fn group_classify_holds_runnable_to_117_percent_of_capacity() {
+        // `group_is_overloaded` / `group_has_capacity`: util over
+        // capacity · 100/117 (875) or runnable over capacity · 117/100
+        // (1198) is short of CPU. Runnable 1100 (two tasks queued part of
+        // the time) with util 600 leaves room.
+        let sg = |nr: u64, util: u64, runnable: u64| SgStats {
+            load: 0,
+            util,
+            runnable,
+            nr,
+            idle: false,
+            capacity: 1024,
+            group_type: GroupType::HasSpare,
+            avg_load: 0,
+            misfit_load: 0,
+        };
+        assert_eq!(sg(2, 600, 1100).classify(), GroupType::HasSpare);
+        assert_eq!(sg(2, 600, 1199).classify(), GroupType::Overloaded);
+        assert_eq!(sg(2, 876, 900).classify(), GroupType::Overloaded);
+        assert_eq!(sg(1, 600, 1100).classify(), GroupType::HasSpare);
+        assert_eq!(sg(1, 600, 1199).classify(), GroupType::FullyBusy);
+        assert_eq!(sg(1, 876, 900).classify(), GroupType::FullyBusy);
+        assert_eq!(sg(0, 1024, 2000).classify(), GroupType::HasSpare);
     }
 
     #[test]

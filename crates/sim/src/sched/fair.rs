@@ -1554,8 +1554,17 @@ impl Fair {
     ///   not its `util_est`: in one run 120 of 125 stayed where its
     ///   stale `util_est` (390, not updated while it waited beside the
     ///   spinner) put the sum at 619-1010;
-    /// - an idle CPU does not pull from a CPU with room
-    ///   ([`Fair::sched_balance_rq`]).
+    /// - no CPU, idle or busy, pulls from a CPU with room
+    ///   ([`Fair::sched_balance_rq`]). Busy: rt-app's schbench-shaped
+    ///   fan-out (6 workers woken together every 20 ms) beside a hog, in
+    ///   an autogroup, 8 s, `sched_migrate_task` stacks: with 2 ms
+    ///   workers (their CPU's `util_avg` 500-700, room) the hog's CPU's
+    ///   periodic balance moved 6 of them, with 2.7 ms workers (no room)
+    ///   32; upstream's would pull at either, as the simulated one did
+    ///   (its inputs — `runnable_avg`, `load_avg`, `task_h_load` — read
+    ///   live as simulated). Simulated the same 10.5 s, every migration:
+    ///   11 and 545 (live 23 and 94 in 8 s); with the rule for idle
+    ///   CPUs only, 205 and 447.
     ///
     /// Read off live threads, not source. `corral lab placement`: a
     /// thread woken from a busy CPU stays there while the waker's and its
@@ -2103,9 +2112,9 @@ impl Fair {
         let Some((src, b)) = busiest else {
             return balanced(self);
         };
-        // XXX: not upstream (see `Fair::packs`): an idle CPU leaves a
-        // busy one with room alone.
-        if idle && self.packs(src, 0, pelt) {
+        // XXX: not upstream (see `Fair::packs`): a CPU, idle or busy,
+        // leaves a busy one with room alone.
+        if self.packs(src, 0, pelt) {
             return balanced(self);
         }
         let domain_avg = total_load * 1024 / total_capacity.max(1);
@@ -3451,6 +3460,36 @@ mod tests {
                 .sched_balance_rq(0, 400_000_000, newidle, &all, &p)
                 .is_empty());
         }
+    }
+
+    /// `Fair::packs`: a packing guest's busy CPU's periodic balance
+    /// leaves an overloaded CPU with room alone too.
+    #[test]
+    fn a_packing_guest_s_busy_cpu_pulls_only_from_a_cpu_without_room() {
+        let all = |_: TaskId, _: usize| true;
+        // Each CPU runs a task; CPU 1 queues two more (util 1024,
+        // runnable ~3000): both pull.
+        for pack in [None, Some(715)] {
+            let (mut f, p, _) = wake_setup(&[1, 3]);
+            f.set_vcpu_pack_util(pack);
+            let moved = f.sched_balance_rq(0, 300_000_000, false, &all, &p);
+            assert!(!moved.is_empty(), "{pack:?}");
+        }
+        // CPU 1's three tasks queued 100 ms more without running: its
+        // runnable_avg stays over capacity · 117/100, its util_avg falls
+        // to ~120, under the guest's 715.
+        let (_, mut p, _) = wake_setup(&[1, 3]);
+        p.rq_sync(1, 300_000_000, 3072, 3, false);
+        p.rq_sync(1, 400_000_000, 3072, 3, false);
+        assert!(p.cpu_util(1) < 715 && p.cpu_runnable(1) * 100 > 1024 * 117);
+        let (mut f, _, _) = wake_setup(&[1, 3]);
+        let moved = f.sched_balance_rq(0, 400_000_000, false, &all, &p);
+        assert!(!moved.is_empty(), "upstream");
+        let (mut f, _, _) = wake_setup(&[1, 3]);
+        f.set_vcpu_pack_util(Some(715));
+        assert!(f
+            .sched_balance_rq(0, 400_000_000, false, &all, &p)
+            .is_empty());
     }
 
     #[test]

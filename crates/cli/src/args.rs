@@ -707,19 +707,23 @@ pub struct ValidateArgs {
     /// the simulation; it then simulates the workload alone.
     #[arg(long)]
     pub no_others: bool,
-    /// Measure this kernel's wake-up placement first (as `corral lab
-    /// placement`) and, if it packs wake-ups onto busy CPUs, simulate a
-    /// kernel that does (`vcpu_pack_util`). Off by default: the packing
-    /// rule is read off probes, not source, and on this machine's runs it
-    /// moved the simulated migrations further from the live ones
+    /// Simulate wake-ups placed and balanced as upstream Linux does,
+    /// without measuring this kernel's placement first. By default it is
+    /// measured (as `corral lab placement`, about 8 s) and, if this kernel
+    /// packs work onto busy CPUs, the simulated one does too
+    /// (`vcpu_pack_util`; on three kept sets of this machine's runs, 353
+    /// of 420 measures met against 327 placed as upstream)
     #[arg(long)]
+    pub no_pack: bool,
+    /// The default (kept for scripts that ask for it).
+    #[arg(long, hide = true, conflicts_with = "no_pack")]
     pub pack: bool,
     /// Run nothing live: simulate again, with this build's simulator, the
     /// live runs kept in DIR by an earlier `--keep DIR`, and compare them
     /// as then (a model change scored on the same live draws); DIR is only
     /// read. The simulated machine gets the
-    /// costs measured then (unless --no-costs) and, with --pack, the
-    /// packing measured then
+    /// costs measured then (unless --no-costs) and the packing measured
+    /// then (unless --no-pack; none if none was)
     #[arg(long, value_name = "DIR", conflicts_with_all = ["seconds", "runs", "keep", "no_others"])]
     pub from: Option<PathBuf>,
     /// Print JSON for programs instead of a table.

@@ -18,7 +18,8 @@
 //! while the waker's CPU has room, and the idle vCPU stays halted. The
 //! simulator models that when a platform file gives `vcpu_pack_util`
 //! (`Fair::packs` in `corral-sim`); this measures it, and `corral lab
-//! validate --pack` gives the simulated machine what it finds.
+//! validate` gives the simulated machine what it finds (unless
+//! `--no-pack`).
 //!
 //! The probe: a thread that last ran on CPU `b` sleeps; both CPUs idle
 //! 2 ms; a thread on CPU `a` spins for a while, reads its own `util_avg`

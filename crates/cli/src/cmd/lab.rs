@@ -790,7 +790,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
             from: from.clone(),
             case: args.case.clone(),
             costs: !args.no_costs,
-            pack: args.pack,
+            pack: !args.no_pack,
         };
         let r = validate::again(&a, progress)?;
         return print_validate(&r, args.json);
@@ -833,7 +833,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
     // Where this kernel puts a thread woken by a busy CPU: the simulated
     // machine packs wake-ups as this one does.
     let vcpu_pack_util = match two_cpus(paths, None) {
-        _ if !args.pack => None,
+        _ if args.no_pack => None,
         Ok((a, b)) => {
             eprintln!("corral lab validate: wake-up placement on CPUs {a} and {b} (as corral lab placement)");
             match corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS) {
@@ -919,7 +919,7 @@ fn print_validate(r: &corral_lab::validate::Report, json: bool) -> anyhow::Resul
             None => "the scheduler's own work free".into(),
         },
         match r.sim.vcpu_pack_util {
-            Some(u) => format!(", wake-ups packed onto busy CPUs while the utilizations sum under {u} (--pack, as measured here)"),
+            Some(u) => format!(", wake-ups packed onto busy CPUs while the utilizations sum under {u} (as measured here; --no-pack: as upstream)"),
             None => String::new(),
         },
         r.seconds,

@@ -156,29 +156,23 @@ pub struct Again {
     /// Give the simulated machine the costs measured then, if they were
     /// (`--no-costs` clears it).
     pub costs: bool,
-    /// Simulate the packing measured then (`--pack`).
+    /// Simulate the packing measured then, if it was (`--no-pack`:
+    /// placed as upstream).
     pub pack: bool,
 }
 
 /// The simulated machine of `--from`: the one kept, with the costs
-/// unless `a.costs` is off, and the packing only if `a.pack` asks.
-fn simulated_machine(settings: &Settings, a: &Again) -> Result<SimInfo> {
+/// unless `a.costs` is off, and the packing measured then (if any)
+/// unless `a.pack` is.
+fn simulated_machine(settings: &Settings, a: &Again) -> SimInfo {
     let mut sim = settings.sim.clone();
     if !a.costs {
         sim.costs = None;
     }
-    match (a.pack, sim.vcpu_pack_util) {
-        (false, _) => sim.vcpu_pack_util = None,
-        (true, None) => {
-            return Err(Error::Invalid(format!(
-                "--pack: the runs in {} were kept without it: no packing was measured then \
-                 (the placement probe did not run, or found none)",
-                a.from.display()
-            )))
-        }
-        (true, Some(_)) => {}
+    if !a.pack {
+        sim.vcpu_pack_util = None;
     }
-    Ok(sim)
+    sim
 }
 
 /// Simulates the runs kept in `a.from` again, with this build's
@@ -190,7 +184,13 @@ pub fn again(a: &Again, mut progress: impl FnMut(&str)) -> Result<Report> {
         &a.from.join(SETTINGS),
         "not a directory kept by `corral lab validate --keep` (or kept by a corral without --from)",
     )?;
-    let sim = simulated_machine(&settings, a)?;
+    let sim = simulated_machine(&settings, a);
+    if a.pack && sim.vcpu_pack_util.is_none() {
+        progress(&format!(
+            "the runs in {} were kept without a packing measured (--no-pack, an older corral, or none found): wake-ups placed as upstream",
+            a.from.display()
+        ));
+    }
     let run = Window {
         warmup: Duration::from_millis(settings.warmup_ms),
         seconds: settings.seconds,
@@ -391,10 +391,10 @@ mod tests {
     }
 
     /// The simulated machine of `--from` has the costs kept unless
-    /// `--no-costs`, and the packing kept only with `--pack`; `--pack`
-    /// where none was measured is refused by name.
+    /// `--no-costs`, and the packing kept unless `--no-pack`; where none
+    /// was measured it places wake-ups as upstream.
     #[test]
-    fn from_gives_the_costs_kept_and_the_packing_only_when_asked() {
+    fn from_gives_the_costs_and_the_packing_kept_unless_told_not_to() {
         let costs = crate::costs::Costs {
             context_switch_ns: 5000,
             wakeup_ns: 7000,
@@ -412,14 +412,13 @@ mod tests {
             pack,
         };
         let kept = settings(Some(costs), Some(717));
-        let sim = simulated_machine(&kept, &a(true, false)).unwrap();
+        let sim = simulated_machine(&kept, &a(true, false));
         assert_eq!((sim.costs, sim.vcpu_pack_util), (Some(costs), None));
-        let sim = simulated_machine(&kept, &a(false, true)).unwrap();
+        let sim = simulated_machine(&kept, &a(false, true));
         assert_eq!((sim.costs, sim.vcpu_pack_util), (None, Some(717)));
-        let e = simulated_machine(&settings(None, None), &a(true, true))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--pack") && e.contains("/kept"), "{e}");
+        // Kept without packing: placed as upstream.
+        let sim = simulated_machine(&settings(None, None), &a(true, true));
+        assert_eq!((sim.costs, sim.vcpu_pack_util), (None, None));
         // The settings read back as written (what `--from` relies on).
         let text = serde_json::to_string(&kept).unwrap();
         let back: Settings = serde_json::from_str(&text).unwrap();

@@ -263,7 +263,7 @@ pub struct Options {
     /// `--no-costs`).
     pub costs: Option<crate::costs::Costs>,
     /// This kernel's wake-up packing ([`crate::placement`]), measured
-    /// here with `--pack`: the simulated machine's `vcpu_pack_util`.
+    /// here unless `--no-pack`: the simulated machine's `vcpu_pack_util`.
     pub vcpu_pack_util: Option<u64>,
     /// Runs of each case; its figures are their medians.
     pub runs: usize,

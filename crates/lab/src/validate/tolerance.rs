@@ -56,8 +56,8 @@ impl Measure {
                 "a guest kernel may pack wake-ups: this machine's keeps a thread woken by a \
                  busy CPU beside its waker while that CPU has room, though its previous CPU \
                  idles (traced on mp3-short: 899 of 903 such wake-ups stayed). The model \
-                 places wake-ups as upstream does unless --pack gives it this kernel's packing \
-                 as `corral lab placement` measures it, by a rule read off probes, not the \
+                 packs wake-ups as this kernel does as `corral lab placement` measures it \
+                 (as upstream with --no-pack, or where the probe finds no packing), by a rule read off probes, not the \
                  vendor's source (where the rule sits and what else it changes are guesses); \
                  the scheduler's own work is charged at this machine's measured costs per \
                  switch, wake-up, timer wake-up, timer preemption, migration and tick, and the \
@@ -76,12 +76,12 @@ impl Measure {
                  all is left out, and a re-pick the trace does not show (no switch) is not \
                  reproduced; the tail also holds other interrupts and the host's time \
                  (`others`, `steal`), and wake-ups packed onto a busy CPU, which the model \
-                 makes only with --pack, by a rule that is a guess"
+                 makes by a rule read off probes (not with --no-pack)"
             }
             Measure::Migrations => {
-                "this machine's kernel packs wake-ups onto the waker's busy CPU and its idle \
-                 CPUs mostly leave them there, which the model does only with --pack, by a \
-                 rule read off probes (see wake-up latency p50); the model's balancer has \
+                "this machine's kernel packs wake-ups onto the waker's busy CPU and its other \
+                 CPUs, idle or busy, mostly leave a CPU with room alone, which the model does \
+                 by a rule read off probes (see wake-up latency p50; not with --no-pack); the model's balancer has \
                  one domain level and active balancing only for misfit tasks, and its \
                  new-idle pulls wait for avg_idle >= 0.5 ms (the kernel's gate before 5.16; \
                  today's, the longest recent new-idle balance, cannot be read here); with \

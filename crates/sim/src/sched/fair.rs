@@ -1882,7 +1882,7 @@ impl Fair {
             // previous CPU), counts in it too. The probe cannot tell that
             // from `cpu_util_without` (its sleeper's utilization is 2-20);
             // taking the sleeper out scored 309 of 420 on three kept sets
-            // of `lab validate --pack` against 322.
+            // of `lab validate` with packing against 322.
             if want_affine && !self.idle_cpu(this) && self.packs(this, util, pelt) {
                 return this;
             }

@@ -834,6 +834,9 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
     // machine packs wake-ups as this one does.
     let vcpu_pack_util = match two_cpus(paths, None) {
         _ if args.no_pack => None,
+        // Interrupted while the costs were measured: no 8 s probe first
+        // (`validate::run` then stops at once).
+        _ if stop.load(std::sync::atomic::Ordering::Relaxed) => None,
         Ok((a, b)) => {
             eprintln!("corral lab validate: wake-up placement on CPUs {a} and {b} (as corral lab placement)");
             match corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS) {

@@ -56,9 +56,9 @@ impl Measure {
                 "a guest kernel may pack wake-ups: this machine's keeps a thread woken by a \
                  busy CPU beside its waker while that CPU has room, though its previous CPU \
                  idles (traced on mp3-short: 899 of 903 such wake-ups stayed). The model \
-                 packs wake-ups as this kernel does as `corral lab placement` measures it \
-                 (as upstream with --no-pack, or where the probe finds no packing), by a rule read off probes, not the \
-                 vendor's source (where the rule sits and what else it changes are guesses); \
+                 packs them under the threshold `corral lab placement` measures here (as \
+                 upstream with --no-pack, or where the probe finds none), by a rule read off \
+                 probes, not the vendor's source (where the rule sits and what else it changes are guesses); \
                  the scheduler's own work is charged at this machine's measured costs per \
                  switch, wake-up, timer wake-up, timer preemption, migration and tick, and the \
                  waker's own per wake-up (onto another CPU or its own), not per path taken \

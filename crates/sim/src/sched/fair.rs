@@ -1556,15 +1556,15 @@ impl Fair {
     ///   spinner) put the sum at 619-1010;
     /// - no CPU, idle or busy, pulls from a CPU with room
     ///   ([`Fair::sched_balance_rq`]). Busy: rt-app's schbench-shaped
-    ///   fan-out (6 workers woken together every 20 ms) beside a hog, in
-    ///   an autogroup, 8 s, `sched_migrate_task` stacks: with 2 ms
-    ///   workers (their CPU's `util_avg` 500-700, room) the hog's CPU's
-    ///   periodic balance moved 6 of them, with 2.7 ms workers (no room)
-    ///   32; upstream's would pull at either, as the simulated one did
-    ///   (its inputs — `runnable_avg`, `load_avg`, `task_h_load` — read
-    ///   live as simulated). Simulated the same 10.5 s, every migration:
-    ///   11 and 545 (live 23 and 94 in 8 s); with the rule for idle
-    ///   CPUs only, 205 and 447.
+    ///   fan-out (6 workers of R ms woken together every 20 ms) beside a
+    ///   hog, in an autogroup, 8 s, `sched_migrate_task` stacks: the
+    ///   periodic balance moved 7, 6, 12 and 61 threads at R = 1.5, 2.0,
+    ///   2.3 and 2.7 (the workers' CPU at `util_avg` ~460, 610, 710 and
+    ///   830; the threshold 711), where upstream's pulls at all four (its
+    ///   inputs — `runnable_avg`, `load_avg`, `task_h_load` — read live
+    ///   as simulated). Every migration in 8 s: live 21, 9, 37 and 159;
+    ///   simulated 19, 11, 113 and 422 (with the rule for idle CPUs
+    ///   only, 19, 157, 173 and 312): see docs/sim.md.
     ///
     /// Read off live threads, not source. `corral lab placement`: a
     /// thread woken from a busy CPU stays there while the waker's and its

@@ -64,8 +64,7 @@ impl From<Policy> for corral_core::sample::Policy {
 pub type TaskId = usize;
 
 /// Whether CPU list `allowed` holds `cpu`: at once when the list is every
-/// CPU from 0 in order (most tasks' — a scan of 256 CPUs per wake-up
-/// was a tenth of a large machine's simulation), else by a scan.
+/// CPU from 0 in order (most tasks'), else by a scan.
 pub fn allows(allowed: &[usize], cpu: usize) -> bool {
     allowed.get(cpu) == Some(&cpu) || allowed.contains(&cpu)
 }

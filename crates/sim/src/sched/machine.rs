@@ -2274,10 +2274,9 @@ impl<K: SchedClass> Machine<K> {
     /// arrives at barrier `id`. `waiting` starts at the number of the
     /// barrier's events less one, one per thread instance naming it
     /// (rt-app counts them as it parses). One that finds it at 0 wakes
-    /// every thread waiting and goes on (true),
-    /// letting the mutex go once it has paid for the wake-ups
-    /// (`Costs::waker`); the others count themselves out, let it go and
-    /// wait (false). Each woken one takes the mutex again, counts itself
+    /// every thread waiting and goes on (true), letting the mutex go
+    /// once it has paid for the wake-ups (`Costs::waker`); the others
+    /// count themselves out, let it go and wait (false). Each woken one takes the mutex again, counts itself
     /// back in, then lets it go: one woken onto the waker's CPU that
     /// preempts it while it still holds the mutex blocks on it, and the
     /// mutex wakes the waiters one by one. So the count is back only

@@ -612,9 +612,13 @@ pub enum LabCommand {
     /// times, 250 kept). Upstream Linux puts every one on B; a guest kernel
     /// that packs wake-ups onto busy vCPUs keeps them on A while A's
     /// utilization and the wakee's sum under a threshold, which this
-    /// prints (a platform file's `vcpu_pack_util`). Then whether the idle
-    /// CPU pulls a packed thread while both spin 10 ms. No root; two CPUs;
-    /// about 6 s.
+    /// prints (a platform file's `vcpu_pack_util`); then the same at the
+    /// lowest duties with a second thread queued on A at each wake-up
+    /// (here none stays: only a CPU running its one task packs). Then
+    /// whether the idle CPU pulls a packed thread while both spin 10 ms,
+    /// and timer wake-ups: a thread's timer fires on its previous CPU,
+    /// busy, while the other idles (alone and with a second thread
+    /// queued). No root; two CPUs; about 9 s.
     Placement(CostsArgs),
     /// A real workload, the kernel alone against corral: a parallel cargo
     /// build of this workspace (offline, fresh target directory) with

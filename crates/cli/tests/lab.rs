@@ -310,6 +310,18 @@ fn lab_placement_counts_each_wake_up_on_one_of_its_cpus() {
         spins[..25].iter().sum::<u64>() < spins[spins.len() - 25..].iter().sum::<u64>(),
         "{spins:?}"
     );
+    // With a companion queued on the busy CPU: the lowest three duties,
+    // each wake-up counted, on the same CPUs.
+    let shared = &v["companion"];
+    assert_eq!(shared["companion"], true);
+    assert_eq!(shared["cpus"], v["placement"]["cpus"]);
+    assert_eq!(shared["samples"].as_array().unwrap().len(), 75);
+    let timers_shared = &v["timers_companion"];
+    assert_eq!(
+        (&timers_shared["companion"], &timers_shared["timer"]),
+        (&true.into(), &true.into())
+    );
+    assert!(timers_shared["samples"].as_array().unwrap().len() <= 75);
     let bad = Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(["lab", "placement", "--cpus", "0,4095"])
         .output()

@@ -33,6 +33,11 @@
 //! balancing could move a sleeper placed on `a` before it first runs,
 //! which would count it on `b`: the figure on `a` is a floor.)
 //!
+//! With a companion ([`measure`]'s `companion`), a third thread pinned
+//! to `a` at nice 19 is woken just before the sleeper and waits queued
+//! behind the waker through its wake-up: whether a CPU that has room
+//! but runs more than one task packs too (here it does not).
+//!
 //! [`pulls`] then asks the balancing side: with both threads' utilization
 //! low (100 ms idle between rounds) the wake-up packs, and both spin
 //! 10 ms on `a` while `b` idles; the woken thread watches whether it is
@@ -91,6 +96,9 @@ pub struct Placement {
     /// Timer wake-ups ([`timers`]): the room is judged on the sleeper's
     /// `util_avg` alone ([`Placement::util`]).
     pub timer: bool,
+    /// [`measure`] with a companion: a second thread of the waker's CPU
+    /// was queued there, waiting, at each wake-up.
+    pub companion: bool,
 }
 
 impl Placement {
@@ -220,6 +228,9 @@ const SPIN_LEAD_NS: u64 = 500_000;
 /// The waker's spins before each wake-up, ms: its duty from about 20 %
 /// to 80 %, so its `util_avg` crosses any threshold in between.
 pub const SPIN_LEVELS_MS: &[f64] = &[0.2, 1.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 8.0];
+/// [`measure`] with a companion: the lowest levels, where a waker alone
+/// on its CPU has room for the wakee.
+pub const COMPANION_LEVELS_MS: &[f64] = &[0.2, 1.0, 2.0];
 /// Wake-ups at each level, and of them the first left out while the
 /// waker's `util_avg` settles (PELT's half-life is 32 ms).
 const ROUNDS: usize = 40;
@@ -326,9 +337,14 @@ impl Pair {
 
 /// Wakes, from CPU `a`, a thread that last ran on idle CPU `b` (two
 /// different online CPUs), [`ROUNDS`] times at each of `levels` (ms the
-/// waker spins before each wake-up). The pinning happens on threads of
-/// its own; the caller's CPUs stay as they were.
-pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
+/// waker spins before each wake-up). With `companion`, the waker first
+/// wakes a third thread, pinned to `a` at nice 19, which waits queued
+/// behind it through the wake-up (its deadline far off, it does not
+/// preempt the waker: `cpu_rq(a)->nr_running` is 2) and then runs
+/// [`COMPANION_NS`]: the sleeper is woken from a CPU that has room but
+/// where it would wait. The pinning happens on threads of its own; the
+/// caller's CPUs stay as they were.
+pub fn measure(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Placement> {
     let n = levels.len() * ROUNDS;
     let landed = AtomicUsize::new(usize::MAX);
     let wakee_util = std::sync::Mutex::new((0u64, 0u64));
@@ -348,42 +364,153 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
             Ok(())
         },
         |pair, sleeper| {
-            let mut p = Placement {
-                cpus: (a, b),
-                samples: Vec::new(),
-                timer: false,
-            };
-            for i in 0..n {
-                pair.await_sleeper()?;
-                landed.store(usize::MAX, Ordering::Release);
-                // b idles (the sleeper parked), a sleeps too, then is busy.
-                std::thread::sleep(std::time::Duration::from_nanos(IDLE_NS));
-                spin((levels[i / ROUNDS] * 1e6) as u64);
-                let (util_avg, util_est) = own_util();
-                pair.wake(sleeper);
-                spin(SPIN_AFTER_NS);
-                let t1 = mono_ns();
-                let cpu = loop {
-                    let c = landed.load(Ordering::Acquire);
-                    if c != usize::MAX {
-                        break c;
-                    }
-                    if mono_ns() - t1 > 10_000_000_000 {
-                        return Err(Error::Measurement(
-                            "the placement probe's sleeper did not run".into(),
-                        ));
-                    }
-                    std::thread::sleep(std::time::Duration::from_micros(50));
+            with_mate(a, companion, |mate| {
+                let mut p = Placement {
+                    cpus: (a, b),
+                    samples: Vec::new(),
+                    timer: false,
+                    companion,
                 };
-                if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) {
-                    p.samples
-                        .push(Sample::seen((util_avg, util_est), wakee_util, cpu == a));
+                for i in 0..n {
+                    pair.await_sleeper()?;
+                    if let Some(c) = &mate {
+                        c.await_parked()?;
+                    }
+                    landed.store(usize::MAX, Ordering::Release);
+                    // b idles (the sleeper parked), a sleeps too, then is busy.
+                    std::thread::sleep(std::time::Duration::from_nanos(IDLE_NS));
+                    spin((levels[i / ROUNDS] * 1e6) as u64);
+                    let (util_avg, util_est) = own_util();
+                    if let Some(c) = &mate {
+                        c.wake();
+                    }
+                    pair.wake(sleeper);
+                    spin(SPIN_AFTER_NS);
+                    let t1 = mono_ns();
+                    let cpu = loop {
+                        let c = landed.load(Ordering::Acquire);
+                        if c != usize::MAX {
+                            break c;
+                        }
+                        if mono_ns() - t1 > 10_000_000_000 {
+                            return Err(Error::Measurement(
+                                "the placement probe's sleeper did not run".into(),
+                            ));
+                        }
+                        std::thread::sleep(std::time::Duration::from_micros(50));
+                    };
+                    if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) {
+                        p.samples
+                            .push(Sample::seen((util_avg, util_est), wakee_util, cpu == a));
+                    }
                 }
-            }
-            Ok(p)
+                Ok(p)
+            })
         },
     )?;
     Ok(p)
+}
+
+/// How long [`measure`]'s companion runs once woken, ns: its utilization
+/// stays a few units.
+const COMPANION_NS: u64 = 20_000;
+
+/// [`measure`]'s companion thread: its handshake with the waker.
+struct Mate {
+    parked: AtomicBool,
+    go: AtomicBool,
+    stop: AtomicBool,
+    failed: AtomicBool,
+}
+
+/// The waker's handle on its companion.
+struct MateHandle<'a> {
+    mate: &'a Mate,
+    thread: std::thread::Thread,
+}
+
+impl MateHandle<'_> {
+    /// Waits (10 s at most) until the companion sleeps again.
+    fn await_parked(&self) -> Result<()> {
+        let t0 = mono_ns();
+        while !self.mate.parked.swap(false, Ordering::AcqRel) {
+            if self.mate.failed.load(Ordering::Acquire) || mono_ns() - t0 > 10_000_000_000 {
+                return Err(Error::Measurement(
+                    "the placement probe's companion did not come back".into(),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        Ok(())
+    }
+
+    /// Wakes the companion: it is queued on its CPU, behind the waker.
+    fn wake(&self) {
+        self.mate.go.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+/// Runs `f` with a companion pinned to `cpu` at nice 19 when `on` (see
+/// [`measure`]), else with none; the companion ends with `f`.
+fn with_mate<T>(
+    cpu: usize,
+    on: bool,
+    f: impl FnOnce(Option<&MateHandle>) -> Result<T>,
+) -> Result<T> {
+    if !on {
+        return f(None);
+    }
+    let mate = Mate {
+        parked: AtomicBool::new(false),
+        go: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        failed: AtomicBool::new(false),
+    };
+    let mate = &mate;
+    std::thread::scope(|s| {
+        let h = s.spawn(move || -> Result<()> {
+            let setup = || -> Result<()> {
+                affinity(&[cpu])?;
+                let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+                let attr = corral_linux::sched::sched_getattr(tid)
+                    .map_err(|e| Error::Measurement(format!("sched_getattr: {e}")))?;
+                corral_linux::sched::sched_setattr(
+                    tid,
+                    &corral_linux::sched::SchedAttr {
+                        sched_policy: libc::SCHED_OTHER as u32,
+                        sched_nice: 19,
+                        ..attr
+                    },
+                )
+                .map_err(|e| Error::Measurement(format!("nice 19: {e}")))
+            };
+            setup().inspect_err(|_| mate.failed.store(true, Ordering::Release))?;
+            loop {
+                mate.parked.store(true, Ordering::Release);
+                while !mate.go.swap(false, Ordering::AcqRel) {
+                    if mate.stop.load(Ordering::Acquire) {
+                        return Ok(());
+                    }
+                    std::thread::park();
+                }
+                spin(COMPANION_NS);
+            }
+        });
+        let handle = MateHandle {
+            mate,
+            thread: h.thread().clone(),
+        };
+        let r = f(Some(&handle));
+        mate.stop.store(true, Ordering::Release);
+        handle.thread.unpark();
+        let j = h
+            .join()
+            .map_err(|_| Error::Measurement("the placement probe's companion panicked".into()))?;
+        // The companion's own error first: the waker's follows from it.
+        j?;
+        r
+    })
 }
 
 /// Where timer wake-ups land: a thread that last ran on CPU `b` sleeps
@@ -391,7 +518,9 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
 /// CPUs idle [`IDLE_NS`], then a thread pinned to `b` spins `levels[i]`
 /// ms, through the expiry (100 µs before the spin's end, at least
 /// [`SPIN_LEAD_NS`] after its start), and [`SPIN_AFTER_NS`] more, while
-/// `a` idles; the sleeper reads the CPU it runs on first. Each [`Sample`]'s waker is the spinning thread (its
+/// `a` idles; the sleeper reads the CPU it runs on first. With
+/// `companion`, the spinner wakes a third thread pinned to `b` (as
+/// [`measure`]'s) 50 µs before the expiry, queued there through it. Each [`Sample`]'s waker is the spinning thread (its
 /// utilization read 50 µs before the expiry) and `on_waker_cpu` means it
 /// stayed on busy `b`; `Placement::cpus` is `(b, a)`. A round whose
 /// sleeper was not on `b` when it slept, or whose spin began late (`b`
@@ -399,7 +528,7 @@ pub fn measure(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
 /// placed from `b`'s timer interrupt: `b` is busy and `a` idles, so
 /// `select_idle_sibling` takes `a` every time. The pinning happens on
 /// threads of its own; the caller's CPUs stay as they were.
-pub fn timers(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
+pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Placement> {
     use std::sync::atomic::AtomicU64;
     if a == b {
         return Err(Error::Invalid(
@@ -466,40 +595,52 @@ pub fn timers(a: usize, b: usize, levels: &[f64]) -> Result<Placement> {
         let spinner = s
             .spawn(|| -> Result<Placement> {
                 affinity(&[b])?;
-                let mut p = Placement {
-                    cpus: (b, a),
-                    samples: Vec::new(),
-                    timer: true,
-                };
-                for i in 0..n {
-                    wait(&|| asleep_at.load(Ordering::Acquire) != 0, "sleeper")?;
-                    let t0 = asleep_at.swap(0, Ordering::AcqRel);
-                    let expiry = t0 + sleep_ns(i);
-                    let now = mono_ns();
-                    if t0 + IDLE_NS > now {
-                        std::thread::sleep(std::time::Duration::from_nanos(t0 + IDLE_NS - now));
+                with_mate(b, companion, |mate| {
+                    let mut p = Placement {
+                        cpus: (b, a),
+                        samples: Vec::new(),
+                        timer: true,
+                        companion,
+                    };
+                    for i in 0..n {
+                        if let Some(c) = &mate {
+                            c.await_parked()?;
+                        }
+                        wait(&|| asleep_at.load(Ordering::Acquire) != 0, "sleeper")?;
+                        let t0 = asleep_at.swap(0, Ordering::AcqRel);
+                        let expiry = t0 + sleep_ns(i);
+                        let now = mono_ns();
+                        if t0 + IDLE_NS > now {
+                            std::thread::sleep(std::time::Duration::from_nanos(t0 + IDLE_NS - now));
+                        }
+                        let began = mono_ns();
+                        spin(expiry.saturating_sub(50_000).saturating_sub(mono_ns()));
+                        let (util_avg, util_est) = own_util();
+                        if let Some(c) = &mate {
+                            c.wake();
+                        }
+                        let end = (t0 + IDLE_NS + spin_ns(i)).max(expiry) + SPIN_AFTER_NS;
+                        spin(end.saturating_sub(mono_ns()));
+                        wait(
+                            &|| landed.load(Ordering::Acquire) != usize::MAX,
+                            "sleeper's wake-up",
+                        )?;
+                        let cpu = landed.swap(usize::MAX, Ordering::AcqRel);
+                        let kept = i % ROUNDS >= SETTLE
+                            && (cpu == a || cpu == b)
+                            && armed_on_b.load(Ordering::Acquire)
+                            && began + 50_000 < expiry;
+                        if kept {
+                            p.samples.push(Sample::seen(
+                                (util_avg, util_est),
+                                &wakee_util,
+                                cpu == b,
+                            ));
+                        }
+                        done.store(true, Ordering::Release);
                     }
-                    let began = mono_ns();
-                    spin(expiry.saturating_sub(50_000).saturating_sub(mono_ns()));
-                    let (util_avg, util_est) = own_util();
-                    let end = (t0 + IDLE_NS + spin_ns(i)).max(expiry) + SPIN_AFTER_NS;
-                    spin(end.saturating_sub(mono_ns()));
-                    wait(
-                        &|| landed.load(Ordering::Acquire) != usize::MAX,
-                        "sleeper's wake-up",
-                    )?;
-                    let cpu = landed.swap(usize::MAX, Ordering::AcqRel);
-                    let kept = i % ROUNDS >= SETTLE
-                        && (cpu == a || cpu == b)
-                        && armed_on_b.load(Ordering::Acquire)
-                        && began + 50_000 < expiry;
-                    if kept {
-                        p.samples
-                            .push(Sample::seen((util_avg, util_est), &wakee_util, cpu == b));
-                    }
-                    done.store(true, Ordering::Release);
-                }
-                Ok(p)
+                    Ok(p)
+                })
             })
             .join()
             .map_err(|_| Error::Measurement("the timer placement probe's spinner panicked".into()));
@@ -601,6 +742,7 @@ mod tests {
             cpus: (0, 1),
             samples,
             timer: false,
+            companion: false,
         };
         assert_eq!(p.pack_util(), Some(100 + 15 * 24 + 1));
         let bands = p.bands(200);
@@ -616,6 +758,7 @@ mod tests {
             cpus: (0, 1),
             samples: (0..40).map(|k| sample(0, k < 25)).collect(),
             timer: false,
+            companion: false,
         };
         assert_eq!(p.pack_util(), None);
         // Every wake-up stayed: the threshold is above what was reached.
@@ -623,6 +766,7 @@ mod tests {
             cpus: (0, 1),
             samples: (0..40).map(|k| sample(100 + 15 * k, true)).collect(),
             timer: false,
+            companion: false,
         };
         assert_eq!(p.pack_util(), None);
         // The wakee's utilization counts: the same split, 100 higher.
@@ -636,6 +780,7 @@ mod tests {
             cpus: (0, 1),
             samples,
             timer: false,
+            companion: false,
         };
         assert_eq!(p.pack_util(), Some(200 + 15 * 24 + 1));
         // A timer's sleeper: its util_avg counts, not its util_est.
@@ -649,6 +794,7 @@ mod tests {
             cpus: (0, 1),
             samples: (0..40).map(|k| sample(100 + 15 * k, k % 10 == 0)).collect(),
             timer: false,
+            companion: false,
         };
         assert_eq!(p.pack_util(), None);
     }
@@ -670,7 +816,7 @@ mod tests {
             return;
         }
         let levels = [0.2, 5.0];
-        let p = measure(a, b, &levels).unwrap();
+        let p = measure(a, b, &levels, false).unwrap();
         assert_eq!(p.samples.len(), (ROUNDS - SETTLE) * levels.len(), "{p:?}");
         assert!(p.samples.iter().any(|s| s.util_avg > 0), "{p:?}");
         assert_eq!(rustix::thread::sched_getaffinity(None).unwrap(), before);

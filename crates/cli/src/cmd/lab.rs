@@ -839,7 +839,8 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         _ if stop.load(std::sync::atomic::Ordering::Relaxed) => None,
         Ok((a, b)) => {
             eprintln!("corral lab validate: wake-up placement on CPUs {a} and {b} (as corral lab placement)");
-            match corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS) {
+            match corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS, false)
+            {
                 Ok(p) => {
                     let u = p.pack_util();
                     let (n, stayed) = p.counts();
@@ -1525,18 +1526,24 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
         "corral lab placement: a thread on CPU {a} wakes one that last ran on idle CPU {b}; its duty in {} steps",
         levels.len()
     );
-    let p = corral_lab::placement::measure(a, b, levels)?;
+    let p = corral_lab::placement::measure(a, b, levels, false)?;
+    let low = corral_lab::placement::COMPANION_LEVELS_MS;
+    eprintln!("corral lab placement: then the same at the {} lowest duties, with a second thread (nice 19) queued on CPU {a} at each wake-up", low.len());
+    let shared = corral_lab::placement::measure(a, b, low, true)?;
     eprintln!("corral lab placement: then 20 packed pairs, each sharing CPU {a} for 10 ms while CPU {b} idles");
     let pulls = corral_lab::placement::pulls(a, b, 20)?;
     eprintln!("corral lab placement: then timer wake-ups: a thread that last ran on CPU {b} sleeps while a thread there spins through its expiry and CPU {a} idles; the spinner's duty in {} steps", levels.len());
-    let timers = corral_lab::placement::timers(a, b, levels)?;
+    let timers = corral_lab::placement::timers(a, b, levels, false)?;
+    let timers_shared = corral_lab::placement::timers(a, b, low, true)?;
     if args.json {
         let v = serde_json::json!({
             "placement": p,
             "pack_util": p.pack_util(),
+            "companion": shared,
             "pulls": pulls,
             "timers": timers,
             "timer_pack_util": timers.pack_util(),
+            "timers_companion": timers_shared,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -1574,6 +1581,29 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
             "no threshold found: most wake-ups stayed beside their waker, but the utilizations read do not split them (none read, or none high enough)"
         ),
     }
+    // The companion's run beside the lone one's at the same utilizations.
+    let beside = |alone: &corral_lab::placement::Placement,
+                  shared: &corral_lab::placement::Placement,
+                  cpu: usize,
+                  who: &str,
+                  stayed: &str| {
+        let (n, k) = shared.counts();
+        println!("\nthe same at the lowest duties, with a second thread of CPU {cpu} queued there, waiting, at each wake-up (nice 19: it does not preempt the {who}):");
+        bands(shared, stayed);
+        let top = shared
+            .samples
+            .iter()
+            .map(|s| shared.util(s))
+            .max()
+            .unwrap_or(0);
+        let (pn, pk) = alone
+            .samples
+            .iter()
+            .filter(|s| alone.util(s) <= top)
+            .fold((0, 0), |(n, k), s| (n + 1, k + s.on_waker_cpu as usize));
+        println!("in all: {k} of {n} stayed (the {who} alone on CPU {cpu}, at the same utilizations: {pk} of {pn})");
+    };
+    beside(&p, &shared, a, "waker", "STAYED ON WAKER'S CPU");
     let (n, stayed) = timers.counts();
     println!("\ntimer wake-ups of a thread whose previous CPU {b} (where its timer fires) is busy while CPU {a} idles, by the busy CPU's utilization plus the sleeper's util_avg:");
     bands(&timers, "STAYED ON BUSY CPU");
@@ -1583,6 +1613,7 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
         None if stayed * 2 <= n => println!("this kernel places a timer wake-up on the idle CPU, as upstream Linux does"),
         None => println!("no threshold found: most timer wake-ups stayed on the busy CPU, but the utilizations read do not split them"),
     }
+    beside(&timers, &timers_shared, b, "spinner", "STAYED ON BUSY CPU");
     Ok(ExitCode::SUCCESS)
 }
 

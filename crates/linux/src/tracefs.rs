@@ -236,6 +236,12 @@ impl Instance {
             .map_err(|e| Error::io(&path, e))
     }
 
+    /// The `filter` file of one of the events enabled (see
+    /// [`set_filter`]): kept by a caller that hands the instance on.
+    pub fn filter_path(&self, event: &str) -> PathBuf {
+        self.dir.join("events/sched").join(event).join("filter")
+    }
+
     /// Starts recording.
     pub fn start(&self) -> Result<()> {
         self.write("tracing_on", "1")
@@ -394,6 +400,27 @@ pub fn tree_tids(proc_root: &Path, pid: u32) -> Vec<u32> {
     out
 }
 
+/// Writes an event filter (the kernel's predicate syntax, evaluated
+/// before an event is kept: what it drops costs the reader nothing) to
+/// `path` from [`Instance::filter_path`].
+pub fn set_filter(path: &Path, expr: &str) -> Result<()> {
+    fs::write(path, expr).map_err(|e| Error::io(path, e))
+}
+
+/// A `sched_switch` filter that drops the switches between two of `tids`
+/// (and to or from idle, pid 0): what is kept has a task outside them on
+/// one side. `None` when the list would be longer than the kernel takes
+/// in one write (a page).
+pub fn switches_outside(tids: &[u32]) -> Option<String> {
+    let side = |field: &str| {
+        let mut ors: Vec<String> = vec![format!("{field} == 0")];
+        ors.extend(tids.iter().map(|t| format!("{field} == {t}")));
+        ors.join(" || ")
+    };
+    let expr = format!("!(({}) && ({}))", side("prev_pid"), side("next_pid"));
+    (expr.len() < 4000).then_some(expr)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,6 +446,89 @@ mod tests {
         let me = tree_tids(Path::new("/proc"), std::process::id());
         let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
         assert!(me.contains(&tid), "{me:?}");
+    }
+
+    #[test]
+    fn a_switch_filter_names_both_sides_and_idle() {
+        assert_eq!(
+            switches_outside(&[7, 9]).unwrap(),
+            "!((prev_pid == 0 || prev_pid == 7 || prev_pid == 9) && \
+             (next_pid == 0 || next_pid == 7 || next_pid == 9))"
+        );
+        let many: Vec<u32> = (100_000..100_200).collect();
+        assert_eq!(switches_outside(&many), None);
+    }
+
+    /// Two threads of ours ping-pong on one CPU: their switches to each
+    /// other are traced, then, with the filter naming them, not.
+    #[test]
+    fn privileged_the_kernel_drops_the_switches_among_filtered_threads() {
+        let name = "privileged_the_kernel_drops_the_switches_among_filtered_threads";
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("SKIP {name}: needs root");
+            return;
+        }
+        let fs = match Tracefs::open() {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("SKIP {name}: no tracefs ({e})");
+                return;
+            }
+        };
+        let mut inst = Instance::create(&fs, 1024, &["sched_switch"]).unwrap();
+        let filter = inst.filter_path("sched_switch");
+        inst.start().unwrap();
+        let cpu = rustix::thread::sched_getcpu();
+        // A pair on `cpu`: `a` hands to `b` and waits for it, 200 times,
+        // once `filtered` (given their tids) has run; then the switches
+        // traced with both sides in the pair.
+        let mut pair = |filtered: bool| {
+            let pin = move || {
+                let mut set = rustix::thread::CpuSet::new();
+                set.set(cpu);
+                rustix::thread::sched_setaffinity(None, &set).unwrap();
+                rustix::thread::gettid().as_raw_nonzero().get() as u32
+            };
+            let (to_b, from_a) = std::sync::mpsc::channel::<()>();
+            let (to_a, from_b) = std::sync::mpsc::channel::<()>();
+            let (tid_tx, tid_rx) = std::sync::mpsc::channel::<u32>();
+            let go = std::sync::Arc::new(std::sync::Barrier::new(3));
+            let (tb, gb) = (tid_tx.clone(), go.clone());
+            let b = std::thread::spawn(move || {
+                tb.send(pin()).unwrap();
+                gb.wait();
+                while from_a.recv().is_ok() {
+                    let _ = to_a.send(());
+                }
+            });
+            let ga = go.clone();
+            let a = std::thread::spawn(move || {
+                tid_tx.send(pin()).unwrap();
+                ga.wait();
+                for _ in 0..200 {
+                    to_b.send(()).unwrap();
+                    from_b.recv().unwrap();
+                }
+            });
+            let tids = [tid_rx.recv().unwrap(), tid_rx.recv().unwrap()];
+            if filtered {
+                set_filter(&filter, &switches_outside(&tids).unwrap()).unwrap();
+            }
+            // (What the two did on their way to the barrier, before the
+            // filter, is left out.)
+            inst.drain(|_| {}).unwrap();
+            go.wait();
+            a.join().unwrap();
+            b.join().unwrap();
+            let ours = |f: &str, l: &str| tids.iter().any(|t| l.contains(&format!("{f}={t} ")));
+            let mut n = 0;
+            inst.drain(|l| n += (ours("prev_pid", l) && ours("next_pid", l)) as usize)
+                .unwrap();
+            n
+        };
+        let unfiltered = pair(false);
+        assert!(unfiltered >= 200, "{unfiltered} switches within the pair");
+        assert_eq!(pair(true), 0);
     }
 
     #[test]

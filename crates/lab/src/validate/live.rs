@@ -377,6 +377,20 @@ pub(super) fn run_live(
     }
 
     let tids = rtapp_threads(o, &mut rt, threads)?;
+    if let Some(t) = others.as_ref() {
+        let mut all = tids.clone();
+        all.push(pid);
+        match t.ignore_among(&all) {
+            Ok(true) => {}
+            Ok(false) => notes.push(format!(
+                "the trace of the machine's other threads keeps rt-app's own switches too ({} threads: too many for one filter); reading them costs CPU beside the workload",
+                all.len()
+            )),
+            Err(e) => notes.push(format!(
+                "the trace of the machine's other threads keeps rt-app's own switches too (the kernel refused the filter: {e}); reading them costs CPU beside the workload"
+            )),
+        }
+    }
     // The use case's start, from which rt-app counts its duration: just
     // after it made its last thread. This thread may see them late (it
     // polls beside the workload's own threads: sixteen busy ones on two

@@ -51,6 +51,8 @@ pub(super) struct Others {
     // reader): the instance is removed through the private tracefs mount
     // that `_fs` holds open.
     _fs: Tracefs,
+    /// `sched_switch`'s filter file (see [`Others::ignore_among`]).
+    switch_filter: std::path::PathBuf,
     /// When tracing began, CLOCK_MONOTONIC ns (the trace's clock).
     t0_ns: u64,
     online: usize,
@@ -148,6 +150,7 @@ impl Others {
         let t0_ns = crate::work::mono_ns();
         inst.start()?;
         Ok(Others {
+            switch_filter: inst.filter_path("sched_switch"),
             inst: Some(inst),
             reader: None,
             _fs: fs,
@@ -184,6 +187,22 @@ impl Others {
             (inst, conv)
         });
         self.reader = Some((stop, reader));
+    }
+
+    /// Once rt-app's threads are known: the kernel drops the switches
+    /// among them (and to or from idle), which say nothing of the
+    /// others. On a busy case they were most of the trace, and reading
+    /// them cost a CPU's time that moved the workload's threads live:
+    /// hackbench-groups' reader ran 403 ms in 10 s and the case's threads
+    /// migrated 494 times in the run against 180-194 untraced (see
+    /// docs/sim.md). Fails when the kernel refuses the filter; the trace
+    /// then stays whole.
+    pub(super) fn ignore_among(&self, tids: &[u32]) -> corral_linux::Result<bool> {
+        let Some(expr) = tracefs::switches_outside(tids) else {
+            return Ok(false);
+        };
+        tracefs::set_filter(&self.switch_filter, &expr)?;
+        Ok(true)
     }
 
     /// Stops tracing; the others as background tasks whose instants count

@@ -79,16 +79,18 @@ impl Measure {
                  makes by a rule read off probes (not with --no-pack)"
             }
             Measure::Migrations => {
-                "this machine's kernel packs wake-ups onto the waker's busy CPU and its other \
+                "this machine's kernel packs wake-ups onto the waker's busy CPU while it runs \
+                 only the waker, and its other \
                  CPUs, idle or busy, mostly leave a CPU with room alone, which the model does \
                  by a rule read off probes (see wake-up latency p50; not with --no-pack); the model's balancer has \
                  one domain level and active balancing only for misfit tasks, and its \
                  new-idle pulls wait for avg_idle >= 0.5 ms (the kernel's gate before 5.16; \
                  today's, the longest recent new-idle balance, cannot be read here); with \
                  every CPU busy the live kernel moves threads more often than the model, by \
-                 the same paths (hackbench-groups, traced: 121 wake-ups pulled to the \
-                 waker's CPU and 82 balancer moves in 7 s live; 73 and 75 in 8.75 s \
-                 simulated with the machine's other threads replayed): what else unbalances \
+                 the same paths (hackbench-groups: 142 moves in 8.75 s live untraced, 128 \
+                 with the machine's other threads traced, over half at wake-up; \
+                 simulated, its groups never move once gathered, and each group's leader \
+                 keeps 0.23-0.26 of a CPU against 0.11-0.17 live): what else unbalances \
                  the live CPUs is not known"
             }
         }

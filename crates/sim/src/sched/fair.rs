@@ -1559,8 +1559,9 @@ impl Fair {
     ///   queued there (`corral lab placement`'s companion), 0 of 75
     ///   wakers' and 1 of 74 timers' wake-ups stayed, against 40 of 44
     ///   and 73 of 75 alone at the same utilizations; on mp3-short,
-    ///   traced, mp3.decoder woken by AudioTrack while AudioOut waited on
-    ///   that CPU went to its idle prev 259 times of 266;
+    ///   traced, 256 of 262 wake-ups from a CPU with room running a
+    ///   second task went to the idle prev (mp3.decoder's, woken by
+    ///   AudioTrack while AudioOut waited);
     /// - no CPU, idle or busy, pulls from a CPU with room
     ///   ([`Fair::sched_balance_rq`]). Busy: rt-app's schbench-shaped
     ///   fan-out (6 workers of R ms woken together every 20 ms) beside a

@@ -315,13 +315,17 @@ fn lab_placement_counts_each_wake_up_on_one_of_its_cpus() {
     let shared = &v["companion"];
     assert_eq!(shared["companion"], true);
     assert_eq!(shared["cpus"], v["placement"]["cpus"]);
-    assert_eq!(shared["samples"].as_array().unwrap().len(), 75);
+    // (A round where the companion ran first is left out.)
+    let n = shared["samples"].as_array().unwrap().len();
+    assert!((38..=75).contains(&n), "{n}");
     let timers_shared = &v["timers_companion"];
     assert_eq!(
         (&timers_shared["companion"], &timers_shared["timer"]),
         (&true.into(), &true.into())
     );
-    assert!(timers_shared["samples"].as_array().unwrap().len() <= 75);
+    assert_eq!(timers_shared["cpus"], timers["cpus"]);
+    let n = timers_shared["samples"].as_array().unwrap().len();
+    assert!((38..=75).contains(&n), "{n}");
     let bad = Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(["lab", "placement", "--cpus", "0,4095"])
         .output()

@@ -96,8 +96,8 @@ pub struct Placement {
     /// Timer wake-ups ([`timers`]): the room is judged on the sleeper's
     /// `util_avg` alone ([`Placement::util`]).
     pub timer: bool,
-    /// [`measure`] with a companion: a second thread of the waker's CPU
-    /// was queued there, waiting, at each wake-up.
+    /// [`measure`] or [`timers`] with a companion: a second thread of the
+    /// busy CPU was queued there, waiting, at each wake-up kept.
     pub companion: bool,
 }
 
@@ -385,6 +385,7 @@ pub fn measure(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pl
                         c.wake();
                     }
                     pair.wake(sleeper);
+                    let placed = mono_ns();
                     spin(SPIN_AFTER_NS);
                     let t1 = mono_ns();
                     let cpu = loop {
@@ -399,7 +400,10 @@ pub fn measure(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pl
                         }
                         std::thread::sleep(std::time::Duration::from_micros(50));
                     };
-                    if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) {
+                    // (With a companion: one that preempted the waker before the
+                    // wake-up was placed leaves the round out.)
+                    let queued = mate.is_none_or(|c| c.queued_at(placed));
+                    if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) && queued {
                         p.samples
                             .push(Sample::seen((util_avg, util_est), wakee_util, cpu == a));
                     }
@@ -421,6 +425,10 @@ struct Mate {
     go: AtomicBool,
     stop: AtomicBool,
     failed: AtomicBool,
+    /// When it last began to run after a wake, CLOCK_MONOTONIC ns (MAX:
+    /// not since the last wake): a round where it ran before the
+    /// wake-up was placed is not kept.
+    ran_at: std::sync::atomic::AtomicU64,
 }
 
 /// The waker's handle on its companion.
@@ -430,7 +438,7 @@ struct MateHandle<'a> {
 }
 
 impl MateHandle<'_> {
-    /// Waits (10 s at most) until the companion sleeps again.
+    /// Waits (10 s at most) until the companion is back in its wait loop.
     fn await_parked(&self) -> Result<()> {
         let t0 = mono_ns();
         while !self.mate.parked.swap(false, Ordering::AcqRel) {
@@ -446,8 +454,25 @@ impl MateHandle<'_> {
 
     /// Wakes the companion: it is queued on its CPU, behind the waker.
     fn wake(&self) {
+        self.mate.ran_at.store(u64::MAX, Ordering::Release);
         self.mate.go.store(true, Ordering::Release);
         self.thread.unpark();
+    }
+
+    /// Whether the companion, woken last, has not run by `t` (mono ns):
+    /// it was still queued then.
+    fn queued_at(&self, t: u64) -> bool {
+        self.mate.ran_at.load(Ordering::Acquire) > t
+    }
+}
+
+/// Ends the companion when its user is done, returning or unwinding.
+struct MateStop<'a>(&'a Mate, std::thread::Thread);
+
+impl Drop for MateStop<'_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::Release);
+        self.1.unpark();
     }
 }
 
@@ -466,6 +491,7 @@ fn with_mate<T>(
         go: AtomicBool::new(false),
         stop: AtomicBool::new(false),
         failed: AtomicBool::new(false),
+        ran_at: std::sync::atomic::AtomicU64::new(u64::MAX),
     };
     let mate = &mate;
     std::thread::scope(|s| {
@@ -473,17 +499,9 @@ fn with_mate<T>(
             let setup = || -> Result<()> {
                 affinity(&[cpu])?;
                 let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
-                let attr = corral_linux::sched::sched_getattr(tid)
-                    .map_err(|e| Error::Measurement(format!("sched_getattr: {e}")))?;
-                corral_linux::sched::sched_setattr(
-                    tid,
-                    &corral_linux::sched::SchedAttr {
-                        sched_policy: libc::SCHED_OTHER as u32,
-                        sched_nice: 19,
-                        ..attr
-                    },
-                )
-                .map_err(|e| Error::Measurement(format!("nice 19: {e}")))
+                corral_linux::sched::set_fair_attr(tid, 19, 0)
+                    .map(|_| ())
+                    .map_err(|e| Error::Measurement(format!("nice 19: {e}")))
             };
             setup().inspect_err(|_| mate.failed.store(true, Ordering::Release))?;
             loop {
@@ -494,6 +512,7 @@ fn with_mate<T>(
                     }
                     std::thread::park();
                 }
+                mate.ran_at.store(mono_ns(), Ordering::Release);
                 spin(COMPANION_NS);
             }
         });
@@ -501,9 +520,10 @@ fn with_mate<T>(
             mate,
             thread: h.thread().clone(),
         };
-        let r = f(Some(&handle));
-        mate.stop.store(true, Ordering::Release);
-        handle.thread.unpark();
+        let r = {
+            let _stop = MateStop(mate, h.thread().clone());
+            f(Some(&handle))
+        };
         let j = h
             .join()
             .map_err(|_| Error::Measurement("the placement probe's companion panicked".into()))?;
@@ -520,7 +540,8 @@ fn with_mate<T>(
 /// [`SPIN_LEAD_NS`] after its start), and [`SPIN_AFTER_NS`] more, while
 /// `a` idles; the sleeper reads the CPU it runs on first. With
 /// `companion`, the spinner wakes a third thread pinned to `b` (as
-/// [`measure`]'s) 50 µs before the expiry, queued there through it. Each [`Sample`]'s waker is the spinning thread (its
+/// [`measure`]'s) just before the expiry; a round where it ran before the
+/// expiry, or was woken after it, is not kept. Each [`Sample`]'s waker is the spinning thread (its
 /// utilization read 50 µs before the expiry) and `on_waker_cpu` means it
 /// stayed on busy `b`; `Placement::cpus` is `(b, a)`. A round whose
 /// sleeper was not on `b` when it slept, or whose spin began late (`b`
@@ -615,10 +636,11 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
                         }
                         let began = mono_ns();
                         spin(expiry.saturating_sub(50_000).saturating_sub(mono_ns()));
-                        let (util_avg, util_est) = own_util();
+                        let woke_mate = mono_ns();
                         if let Some(c) = &mate {
                             c.wake();
                         }
+                        let (util_avg, util_est) = own_util();
                         let end = (t0 + IDLE_NS + spin_ns(i)).max(expiry) + SPIN_AFTER_NS;
                         spin(end.saturating_sub(mono_ns()));
                         wait(
@@ -626,10 +648,14 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
                             "sleeper's wake-up",
                         )?;
                         let cpu = landed.swap(usize::MAX, Ordering::AcqRel);
+                        // With a companion: woken before the expiry and not yet
+                        // run at it (else the spinner was alone there).
+                        let queued = mate.is_none_or(|c| woke_mate < expiry && c.queued_at(expiry));
                         let kept = i % ROUNDS >= SETTLE
                             && (cpu == a || cpu == b)
                             && armed_on_b.load(Ordering::Acquire)
-                            && began + 50_000 < expiry;
+                            && began + 50_000 < expiry
+                            && queued;
                         if kept {
                             p.samples.push(Sample::seen(
                                 (util_avg, util_est),

@@ -1534,6 +1534,7 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
     let pulls = corral_lab::placement::pulls(a, b, 20)?;
     eprintln!("corral lab placement: then timer wake-ups: a thread that last ran on CPU {b} sleeps while a thread there spins through its expiry and CPU {a} idles; the spinner's duty in {} steps", levels.len());
     let timers = corral_lab::placement::timers(a, b, levels, false)?;
+    eprintln!("corral lab placement: then the same timer wake-ups at the {} lowest duties, with a second thread (nice 19) queued on CPU {b} at each expiry", low.len());
     let timers_shared = corral_lab::placement::timers(a, b, low, true)?;
     if args.json {
         let v = serde_json::json!({
@@ -1588,7 +1589,7 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
                   who: &str,
                   stayed: &str| {
         let (n, k) = shared.counts();
-        println!("\nthe same at the lowest duties, with a second thread of CPU {cpu} queued there, waiting, at each wake-up (nice 19: it does not preempt the {who}):");
+        println!("\nthe same at the lowest duties, with a second thread of CPU {cpu} queued there, waiting, at each wake-up (nice 19; a round where it ran before the wake-up was placed is left out):");
         bands(shared, stayed);
         let top = shared
             .samples

@@ -193,9 +193,9 @@ impl Others {
     /// among them (and to or from idle), which say nothing of the
     /// others. On a busy case they were most of the trace, and reading
     /// them cost a CPU's time that moved the workload's threads live:
-    /// hackbench-groups' reader ran 403 ms in 10 s and the case's threads
-    /// migrated 494 times in the run against 180-194 untraced (see
-    /// docs/sim.md). Fails when the kernel refuses the filter; the trace
+    /// hackbench-groups' reader ran 403 ms in the run and the case's
+    /// threads migrated 494 times, against 180-194 with rt-app alone
+    /// (see docs/sim.md). Fails when the kernel refuses the filter; the trace
     /// then stays whole.
     pub(super) fn ignore_among(&self, tids: &[u32]) -> corral_linux::Result<bool> {
         let Some(expr) = tracefs::switches_outside(tids) else {

@@ -89,8 +89,8 @@ impl Measure {
                  every CPU busy the live kernel moves threads more often than the model, by \
                  the same paths (hackbench-groups: 142 moves in 8.75 s live untraced, 128 \
                  with the machine's other threads traced, over half at wake-up; \
-                 simulated, its groups never move once gathered, and each group's leader \
-                 keeps 0.23-0.26 of a CPU against 0.11-0.17 live): what else unbalances \
+                 simulated, its groups never move once gathered, and a few threads keep \
+                 0.16-0.26 of a CPU, the rest 0.08-0.10, against 0.08-0.18 live): what else unbalances \
                  the live CPUs is not known"
             }
         }

@@ -1538,7 +1538,7 @@ impl Fair {
     ///
     /// ```text
     /// room(cpu, util) = cpu_util(cpu) + util < vcpu_pack_util
-    /// packs at a wake-up from cpu: room(cpu, util) ∧ nr_running(cpu) = 1
+    /// packs at a wake-up from cpu: room(cpu, util) ∧ h_nr_runnable(cpu) = 1
     /// ```
     ///
     /// - a task woken by a task running on a CPU with room for the woken
@@ -3460,6 +3460,7 @@ mod tests {
             // CPU 1 as if it had idled 100 ms: room for the wakee.
             p.rq_sync(1, 300_000_000, 0, 0, false);
             p.rq_sync(1, 400_000_000, 0, 0, false);
+            assert!(f.packs(1, 0, &p), "room: {}", p.cpu_util(1));
             assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), packed, "{queued}");
             let timer = WakeCtx {
                 this_cpu: Some(1),

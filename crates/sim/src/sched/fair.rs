@@ -3388,6 +3388,18 @@ mod tests {
         f.select_task_rq(9, 0, allowed, &wake)
     }
 
+    /// Task 9's timer wake-up (no waker) on CPU 1, its previous one.
+    fn timer_woken(f: &mut Fair, p: &Pelt, allowed: &[usize]) -> usize {
+        let timer = WakeCtx {
+            this_cpu: Some(1),
+            waker: None,
+            pelt: Some(p),
+            now: 300_000_000,
+            ..Default::default()
+        };
+        f.select_task_rq(9, 1, allowed, &timer)
+    }
+
     #[test]
     fn sched_balance_newidle_pulls_while_some_cpu_is_overloaded() {
         let all = |_: TaskId, _: usize| true;
@@ -3427,23 +3439,12 @@ mod tests {
         // A timer's wake-up (no waker), on the CPU it was armed on, the
         // task's previous one, busy with room: it stays too, though CPU 0
         // idles. Not packed: a waker's CPU the task may not use.
-        let timer = WakeCtx {
-            this_cpu: Some(1),
-            waker: None,
-            pelt: Some(&p),
-            now: 300_000_000,
-            ..Default::default()
-        };
-        assert_eq!(f.select_task_rq(9, 1, &[0, 1], &timer), 1, "a timer's");
+        assert_eq!(timer_woken(&mut f, &p, &[0, 1]), 1, "a timer's");
         assert_eq!(woken_by(&mut f, &p, waker, &[0]), 0, "CPU 1 not allowed");
         // Upstream again: the idle CPU, for the timer's too.
         f.set_vcpu_pack_util(None);
         assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), 0);
-        assert_eq!(
-            f.select_task_rq(9, 1, &[0, 1], &timer),
-            0,
-            "a timer's, upstream"
-        );
+        assert_eq!(timer_woken(&mut f, &p, &[0, 1]), 0, "a timer's, upstream");
         // A CFS-era kernel never packs.
         let mut g = Fair::cfs(2);
         g.set_vcpu_pack_util(Some(715));
@@ -3462,15 +3463,8 @@ mod tests {
             p.rq_sync(1, 400_000_000, 0, 0, false);
             assert!(f.packs(1, 0, &p), "room: {}", p.cpu_util(1));
             assert_eq!(woken_by(&mut f, &p, waker, &[0, 1]), packed, "{queued}");
-            let timer = WakeCtx {
-                this_cpu: Some(1),
-                waker: None,
-                pelt: Some(&p),
-                now: 300_000_000,
-                ..Default::default()
-            };
             assert_eq!(
-                f.select_task_rq(9, 1, &[0, 1], &timer),
+                timer_woken(&mut f, &p, &[0, 1]),
                 packed,
                 "a timer's, {queued}"
             );

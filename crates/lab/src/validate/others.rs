@@ -114,6 +114,9 @@ impl Replayed {
             if let Some(c) = &t.cpus {
                 let _ = write!(out, ", \"cpus\": {c:?}");
             }
+            if let Some(m) = t.live_moves {
+                let _ = write!(out, ", \"corral_moves\": {m}");
+            }
             let events = t.phases.iter().flat_map(|p| p.events.iter());
             for (i, e) in events.enumerate() {
                 let (key, v) = match e {
@@ -272,7 +275,7 @@ mod tests {
             events.push(Event::Run(10 + i));
         }
         let text = r#"{"tasks": {"x": {"loop": 1, "corral_background": true, "cpus": [1],
-            "corral_until0": 5, "run1": 1}}}"#;
+            "corral_moves": 3, "corral_until0": 5, "run1": 1}}}"#;
         let mut task = rtapp::parse(text, "t").unwrap().tasks.remove(0);
         task.name = "kworker/0:1H \"q\"-44".into();
         task.phases[0].events = events;
@@ -286,6 +289,7 @@ mod tests {
         assert_eq!(t.name, r.tasks[0].name);
         assert_eq!(t.cpus, Some(vec![1]));
         assert!(t.background);
+        assert_eq!(t.live_moves, Some(3));
         let ev: Vec<&Event> = t.phases.iter().flat_map(|p| p.events.iter()).collect();
         let want: Vec<&Event> = r.tasks[0].phases[0].events.iter().collect();
         assert_eq!(ev, want);

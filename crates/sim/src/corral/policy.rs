@@ -112,6 +112,7 @@ pub fn with_daemon(
             delay_us: 0,
             forked: false,
             background: true,
+            live_moves: None,
         });
     }
     w

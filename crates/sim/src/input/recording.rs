@@ -966,6 +966,11 @@ impl Recording {
             if th.background && !portable {
                 s.push_str(", \"corral_background\": true");
             }
+            // Its runs are what it ran live, the scheduler's costs in
+            // them: the replay charges only moves beyond its live ones.
+            if !portable {
+                let _ = write!(s, ", \"corral_moves\": {}", th.migrations);
+            }
             if let Some(cpus) = &th.cpus {
                 let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
                 let _ = write!(s, ", \"cpus\": [{}]", list.join(", "));
@@ -1313,9 +1318,12 @@ mod tests {
 
     #[test]
     fn the_json_replays_in_the_simulator_and_its_portable_form_in_rt_app_s_words() {
-        let r = convert(FORK_WAIT, &[100]);
+        let mut r = convert(FORK_WAIT, &[100]);
+        r.threads[0].migrations = 3;
         let w = rtapp::parse(&r.to_json(false, "test"), "rec.json").unwrap();
         assert_eq!(w.tasks.len(), 2);
+        // Its runs hold the costs of its live moves (`corral_moves`).
+        assert_eq!(w.tasks[0].live_moves, Some(3));
         assert_eq!(w.tasks[0].name, "sh-100");
         assert_eq!(w.tasks[1].name, "cc1-101");
         assert_eq!(
@@ -1327,6 +1335,7 @@ mod tests {
             Event::Block("cc1-101".into())
         );
         let w = rtapp::parse(&r.to_json(true, "test"), "rec.json").unwrap();
+        assert_eq!(w.tasks[0].live_moves, None);
         // rt-app waits for a signal after its threads when the duration is
         // −1: the portable form ends a second after the recording's 18 ms.
         assert_eq!(w.duration_s, Some(2.0));

@@ -31,9 +31,11 @@
 //! after the workload's start (at once when that is past), a recorded
 //! periodic thread's wake-up at the instant it had live; rt-app's `timer`
 //! counts one period per call, which drifts once a late thread skipped a
-//! period live. Two task keys: `corral_forked` (born at its first
-//! `corral_block`'s wake-up, a recorded fork) and `corral_background`
-//! (outside the scope a simulated corral manages). rt-app refuses these
+//! period live. Three task keys: `corral_forked` (born at its first
+//! `corral_block`'s wake-up, a recorded fork), `corral_background`
+//! (outside the scope a simulated corral manages) and `corral_moves`
+//! (its runs are CPU time measured live, the scheduler's costs already
+//! in them, with this many migrations: see `sched::machine::Costs`). rt-app refuses these
 //! keys; `corral record --rtapp` writes a file without them.
 //! `global` keys that only steer rt-app's own logging and set-up
 //! (`calibration`, `logdir`, `log_basename`, `log_size`, `ftrace`,
@@ -152,6 +154,10 @@ pub struct Task {
     /// the scope corral was asked to manage (the simulated daemon leaves
     /// it alone, as the live one does).
     pub background: bool,
+    /// corral's extension: its runs are CPU time measured live (a
+    /// recording's), the scheduler's costs in them, and this many
+    /// migrations were among them (`corral_moves`).
+    pub live_moves: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -236,6 +242,7 @@ const TASK_KEYS: &[&str] = &[
     "delay",
     "corral_forked",
     "corral_background",
+    "corral_moves",
 ];
 
 struct Ctx<'a> {
@@ -501,6 +508,7 @@ impl Ctx<'_> {
             delay_us: 0,
             forked: false,
             background: false,
+            live_moves: None,
         };
         let mut priority = None;
         let mut phases = None;
@@ -534,6 +542,7 @@ impl Ctx<'_> {
                         .as_bool()
                         .ok_or_else(|| self.err(v, Some(k), "expected true or false"))?;
                 }
+                "corral_moves" => task.live_moves = Some(self.uint(v, k)?),
                 _ => {}
             }
         }

@@ -70,7 +70,16 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 /// - `context_switch`: a task put on a CPU after another task ran there
 ///   pays it before its work goes on (`__schedule`, `switch_to`);
 /// - `migration`: a task running on another CPU than it last ran on pays
-///   it too: its cache is refilled there;
+///   its cache's refill there: `refill = min(migration, ran there)`, the
+///   whole figure (`corral lab costs`' refill of an L2-sized working
+///   set) at most, and at most the CPU time it ran on the CPU it left
+///   since it came there: what it had in that cache it brought in while
+///   it ran there, and bringing it again takes no longer than bringing
+///   it took (a compiler's coordinator thread of 35 µs runs, replayed
+///   from a build recording, paid 237 µs at each of its 66 moves). XXX:
+///   a bound — a task that reads the same data again has a smaller
+///   footprint still; data a sibling thread brought into the cache it
+///   shares is not counted;
 /// - `tick`: the task a tick interrupts pays it (`scheduler_tick` and the
 ///   timer interrupt around it);
 /// - `wakeup`: a task woken by another onto an idle CPU runs that much
@@ -90,6 +99,15 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 ///   measures it onto an idle CPU;
 /// - `waker_local`: the same for any other wake-up (onto the waker's own
 ///   CPU, or onto another busy one it does not preempt: no IPI).
+///
+/// A recording's thread (`corral_moves`) ran its runs live, and what
+/// they measured already holds the costs it paid there: its ticks and
+/// its wake-ups of others (the same ones recur in the replay) are not
+/// charged again, nor the refills of as many moves as it made live; a
+/// move beyond those pays its refill as above. XXX: its context
+/// switches are charged again (1 µs each here, part of each already in
+/// the recorded runs), and a wake-up that sent an IPI live and none in
+/// the replay is not credited.
 ///
 /// XXX: a broadcast pays one system call per task it wakes, and a
 /// resched IPI to a busy CPU costs what one to an idle CPU does.
@@ -355,6 +373,13 @@ struct Task {
     overhead: Ns,
     /// The CPU it last ran on.
     ran_on: Option<usize>,
+    /// CPU time it ran on `ran_on` since it came there (bounds a move's
+    /// refill: `Costs`).
+    ran_there: Ns,
+    /// A recording's thread: the moves whose refills its recorded runs
+    /// still hold (`Costs`); `None` for a workload's own task, whose
+    /// runs are work alone.
+    live_moves: Option<u64>,
 }
 
 /// glibc's default mutex: its word is 0 free, 1 taken, 2 taken with
@@ -663,6 +688,8 @@ impl Task {
             timer_due: None,
             timer_slack: 0,
             overhead: 0,
+            ran_there: 0,
+            live_moves: t.live_moves,
             ran_on: None,
             log: Vec::new(),
             own_timers: Vec::new(),
@@ -1303,6 +1330,7 @@ impl<K: SchedClass> Machine<K> {
         let task = &mut self.tasks[t];
         let ran = now.saturating_sub(task.run_start);
         task.stats.cpu_ns += ran;
+        task.ran_there += ran;
         // The scheduler's costs it owes come first (`Costs`).
         let paid = ran.min(task.overhead);
         task.overhead -= paid;
@@ -1388,7 +1416,9 @@ impl<K: SchedClass> Machine<K> {
         let Some(t) = self.k.curr(cpu) else {
             return;
         };
-        if self.tasks[t].state != State::Running || self.tasks[t].remaining == 0 {
+        // (A recorded run holds its ticks: `Costs`.)
+        let task = &self.tasks[t];
+        if task.state != State::Running || task.remaining == 0 || task.live_moves.is_some() {
             return;
         }
         self.charge(t);
@@ -1497,7 +1527,10 @@ impl<K: SchedClass> Machine<K> {
         // to another CPU that idles (`ttwu_queue_wakelist`) or whose task
         // the wake-up preempts (`resched_curr`); else the wake-up is done
         // under the run queue's lock alone, as on the waker's own CPU.
-        if let Some((here, Some(w))) = this {
+        if let Some((here, Some(w))) = this.filter(|&(_, w)| {
+            // A recorded run holds its wake-ups' cost (`Costs`).
+            w.is_none_or(|w| self.tasks[w].live_moves.is_none())
+        }) {
             let c = &self.platform.costs;
             let ipi = here != cpu && preempts;
             self.tasks[w].overhead += if ipi { c.waker } else { c.waker_local };
@@ -1897,7 +1930,11 @@ impl<K: SchedClass> Machine<K> {
         if costs != Costs::default() {
             let task = &mut self.tasks[t];
             if task.ran_on.is_some_and(|c| c != cpu) {
-                task.overhead += costs.migration;
+                match &mut task.live_moves {
+                    Some(n) if *n > 0 => *n -= 1,
+                    _ => task.overhead += costs.migration.min(task.ran_there),
+                }
+                task.ran_there = 0;
             }
             task.ran_on = Some(cpu);
             if self.last_ran[cpu] != Some(t) {
@@ -2875,6 +2912,93 @@ mod tests {
         }
         let free = run_with(1, Costs::default());
         assert_eq!(free[0].cpu_ns, 50 * 100_000);
+    }
+
+    /// `Costs::migration`: a move's refill is at most the CPU time the
+    /// task ran on the CPU it left since it came there. A task running
+    /// 50 µs at a time, moved at each run between two CPUs: its first
+    /// moves refill what 50, 100 and 150 µs there brought in (each stay
+    /// includes the refill paid on arriving), every later one the whole
+    /// 200 µs. A task running 1 ms at a time pays 200 µs a move.
+    #[test]
+    fn a_move_s_refill_is_at_most_what_the_task_ran_where_it_left() {
+        let json = |run: u32| {
+            format!(
+                r#"{{"tasks": {{"t": {{"loop": 10, "phases": {{
+                "a": {{"cpus": [0], "run": {run}, "sleep": 1000}},
+                "b": {{"cpus": [1], "run": {run}, "sleep": 1000}}}}}}}}}}"#
+            )
+        };
+        let cpu_ns = |run: u32, costs: Costs| {
+            let mut p = Platform::uniform(2);
+            p.costs = costs;
+            let w = parse(&json(run), "test").unwrap();
+            let mut m = Machine::new(p, w, Fair::eevdf(2)).unwrap();
+            m.run_until(1_000_000_000);
+            let s = m.stats();
+            assert_eq!(s[0].migrations, 19, "{:?}", s[0]);
+            s[0].cpu_ns
+        };
+        let costs = Costs {
+            migration: 200_000,
+            ..Default::default()
+        };
+        assert_eq!(cpu_ns(50, Costs::default()), 20 * 50_000);
+        let refills = 50_000 + 100_000 + 150_000 + 16 * 200_000;
+        assert_eq!(cpu_ns(50, costs), 20 * 50_000 + refills);
+        assert_eq!(cpu_ns(1000, costs), 20 * 1_000_000 + 19 * 200_000);
+    }
+
+    /// A recording's thread (`corral_moves`): its recorded runs hold its
+    /// ticks, the wake-ups it made and the refills of its live moves, so
+    /// the replay charges only the moves beyond those. The same task as
+    /// above, recorded with 10 moves live, pays the last 9 of its 19; a
+    /// recorded 100 ms run ends at 100 ms, ticks and all, and a recorded
+    /// waker pays nothing for its wake-ups.
+    #[test]
+    fn a_recorded_thread_pays_only_the_moves_beyond_its_live_ones() {
+        let run_with = |json: &str, costs: Costs| {
+            let mut p = Platform::uniform(2);
+            p.costs = costs;
+            let mut m = Machine::new(p, parse(json, "test").unwrap(), Fair::eevdf(2)).unwrap();
+            m.run_until(1_000_000_000);
+            m.stats()
+        };
+        let moves = r#"{"tasks": {"t": {"loop": 10, "corral_moves": 10, "phases": {
+            "a": {"cpus": [0], "run": 1000, "sleep": 1000},
+            "b": {"cpus": [1], "run": 1000, "sleep": 1000}}}}}"#;
+        let s = run_with(
+            moves,
+            Costs {
+                migration: 200_000,
+                ..Default::default()
+            },
+        );
+        assert_eq!(s[0].migrations, 19, "{:?}", s[0]);
+        assert_eq!(s[0].cpu_ns, 20 * 1_000_000 + 9 * 200_000);
+        let ticks = r#"{"tasks": {"t": {"loop": 1, "corral_moves": 0, "run": 100000}}}"#;
+        let s = run_with(
+            ticks,
+            Costs {
+                tick: 10_000,
+                ..Default::default()
+            },
+        );
+        assert_eq!(s[0].exited_at, Some(100_000_000));
+        let waker = r#"{"tasks": {
+            "m": {"loop": 50, "cpus": [0], "corral_moves": 0, "run": 100, "resume": "q",
+                "timer": {"ref": "t", "period": 10000}},
+            "w": {"loop": -1, "cpus": [1], "suspend": "q", "run": 100}}}"#;
+        let s = run_with(
+            waker,
+            Costs {
+                waker: 20_000,
+                waker_local: 3_000,
+                ..Default::default()
+            },
+        );
+        assert!(s[1].wakeups >= 50, "{:?}", s[1]);
+        assert_eq!(s[0].cpu_ns, 50 * 100_000);
     }
 
     /// rt-app's `barrier` is a mutex and a condition (`Machine::arrive`):

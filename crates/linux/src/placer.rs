@@ -670,6 +670,14 @@ impl Placer {
         }
         match self.layout.clone() {
             Layout::V1 { cpu, cpuset } => {
+                // XXX: with real-time group scheduling (a
+                // `cpu.rt_runtime_us` file), a new group gets no
+                // real-time time (0 µs), so a thread moved here cannot
+                // switch itself to SCHED_FIFO/RR (`__sched_setscheduler`:
+                // EPERM; cyclictest started in a managed shell: "Unable
+                // to change scheduling policy!"). Giving each group some
+                // would take it from the root's budget, which the kernel
+                // splits among all groups (`tg_rt_schedulable`).
                 let cdir = cpu.join(&self.root_name).join(&spec.name);
                 mkdir(&cdir)?;
                 write_if_differs(&cdir.join("cpu.shares"), &spec.shares.to_string())?;

@@ -35,8 +35,9 @@
 //! `corral_block`'s wake-up, a recorded fork), `corral_background`
 //! (outside the scope a simulated corral manages) and `corral_moves`
 //! (its runs are CPU time measured live, the scheduler's costs already
-//! in them, with this many migrations: see `sched::machine::Costs`). rt-app refuses these
-//! keys; `corral record --rtapp` writes a file without them.
+//! in them, with this many migrations: see `sched::machine::Costs`).
+//! rt-app refuses these keys; `corral record --rtapp` writes a file
+//! without them.
 //! `global` keys that only steer rt-app's own logging and set-up
 //! (`calibration`, `logdir`, `log_basename`, `log_size`, `ftrace`,
 //! `gnuplot`, `lock_pages`, `frag`, `io_device`, `mem_buffer_size`,

@@ -70,15 +70,18 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 /// - `context_switch`: a task put on a CPU after another task ran there
 ///   pays it before its work goes on (`__schedule`, `switch_to`);
 /// - `migration`: a task running on another CPU than it last ran on pays
-///   its cache's refill there: `refill = min(migration, ran there)`, the
-///   whole figure (`corral lab costs`' refill of an L2-sized working
+///   its cache's refill there: `refill = min(migration, ran there)`,
+///   the whole figure (`corral lab costs`' refill of an L2-sized working
 ///   set) at most, and at most the CPU time it ran on the CPU it left
-///   since it came there: what it had in that cache it brought in while
-///   it ran there, and bringing it again takes no longer than bringing
-///   it took (a compiler's coordinator thread of 35 µs runs, replayed
-///   from a build recording, paid 237 µs at each of its 66 moves). XXX:
-///   a bound — a task that reads the same data again has a smaller
-///   footprint still; data a sibling thread brought into the cache it
+///   since it came there, the refill it paid on arriving included: what
+///   it had in that cache came in while it ran there, no faster than a
+///   cold pass brings data in, and a refill costs only the cold pass's
+///   excess over a warm one (a compiler's coordinator thread of 35 µs
+///   runs, replayed from a build recording, paid 237 µs at each of its
+///   66 moves). XXX: an upper bound — a task that reads the same data
+///   again has a smaller footprint (work alone would bound a light
+///   task's better, but not a memory-bound one's, whose refill exceeds
+///   its warm work); data a sibling thread brought into the cache it
 ///   shares is not counted;
 /// - `tick`: the task a tick interrupts pays it (`scheduler_tick` and the
 ///   timer interrupt around it);
@@ -105,9 +108,13 @@ pub const TIMER_SLACK_NS: Ns = 50_000;
 /// its wake-ups of others (the same ones recur in the replay) are not
 /// charged again, nor the refills of as many moves as it made live; a
 /// move beyond those pays its refill as above. XXX: its context
-/// switches are charged again (1 µs each here, part of each already in
-/// the recorded runs), and a wake-up that sent an IPI live and none in
-/// the replay is not credited.
+/// switches are charged again (part of each is already in the recorded
+/// runs); a wake-up that sent an IPI live and none in the replay is not
+/// credited; the live moves are `sched_migrate_task`'s, which also
+/// counts a queued task moved on before it ran, so a few replayed moves
+/// may go free that live cost a refill; `lab validate` does not trace
+/// the machine's other threads' moves and gives them none (each of
+/// their replayed moves pays).
 ///
 /// XXX: a broadcast pays one system call per task it wakes, and a
 /// resched IPI to a busy CPU costs what one to an idle CPU does.
@@ -373,8 +380,8 @@ struct Task {
     overhead: Ns,
     /// The CPU it last ran on.
     ran_on: Option<usize>,
-    /// CPU time it ran on `ran_on` since it came there (bounds a move's
-    /// refill: `Costs`).
+    /// CPU time it ran on `ran_on` since it came there, its costs
+    /// included (bounds a move's refill: `Costs`).
     ran_there: Ns,
     /// A recording's thread: the moves whose refills its recorded runs
     /// still hold (`Costs`); `None` for a workload's own task, whose
@@ -1527,10 +1534,10 @@ impl<K: SchedClass> Machine<K> {
         // to another CPU that idles (`ttwu_queue_wakelist`) or whose task
         // the wake-up preempts (`resched_curr`); else the wake-up is done
         // under the run queue's lock alone, as on the waker's own CPU.
-        if let Some((here, Some(w))) = this.filter(|&(_, w)| {
-            // A recorded run holds its wake-ups' cost (`Costs`).
-            w.is_none_or(|w| self.tasks[w].live_moves.is_none())
-        }) {
+        // (A recorded run holds its wake-ups' cost: `Costs`.)
+        if let Some((here, Some(w))) =
+            this.filter(|&(_, w)| w.is_some_and(|w| self.tasks[w].live_moves.is_none()))
+        {
             let c = &self.platform.costs;
             let ipi = here != cpu && preempts;
             self.tasks[w].overhead += if ipi { c.waker } else { c.waker_local };
@@ -1981,12 +1988,9 @@ impl<K: SchedClass> Machine<K> {
     fn block(&mut self, t: TaskId, exited: bool) {
         let now = self.now();
         let cpu = self.tasks[t].cpu;
+        self.charge_at(t, now);
         let task = &mut self.tasks[t];
-        let ran = now.saturating_sub(task.run_start);
-        task.stats.cpu_ns += ran;
-        task.run_start = now;
         task.gen = task.gen.wrapping_add(1);
-        self.cpu_busy[cpu] += ran;
         self.exited += exited as usize;
         task.stats.sleeps += !exited as u64;
         if exited {
@@ -2871,35 +2875,49 @@ mod tests {
         assert_eq!(l.max, 20_000, "{l:?}");
     }
 
+    /// A workload run for 1 s on `cpus` EEVDF CPUs with `costs`.
+    fn costed(cpus: usize, json: &str, costs: Costs) -> Vec<TaskStats> {
+        let mut p = Platform::uniform(cpus);
+        p.costs = costs;
+        let mut m = Machine::new(p, parse(json, "test").unwrap(), Fair::eevdf(cpus)).unwrap();
+        m.run_until(1_000_000_000);
+        m.stats()
+    }
+
+    /// A task on CPU 0 that wakes one on CPU `wakee_cpu` every 10 ms;
+    /// `extra`: more keys of the waker's.
+    fn waker_json(wakee_cpu: u32, extra: &str) -> String {
+        format!(
+            r#"{{"tasks": {{
+            "m": {{"loop": 50, "cpus": [0], {extra}"run": 100, "resume": "q",
+                "timer": {{"ref": "t", "period": 10000}}}},
+            "w": {{"loop": -1, "cpus": [{wakee_cpu}], "policy": "SCHED_IDLE",
+                "suspend": "q", "run": 100}}}}}}"#
+        )
+    }
+
+    /// A task moved between CPUs 0 and 1 at each of its 20 runs of `run`
+    /// µs (19 moves); `extra`: more keys of its.
+    fn mover_json(run: u32, extra: &str) -> String {
+        format!(
+            r#"{{"tasks": {{"t": {{"loop": 10, {extra}"phases": {{
+            "a": {{"cpus": [0], "run": {run}, "sleep": 1000}},
+            "b": {{"cpus": [1], "run": {run}, "sleep": 1000}}}}}}}}}}"#
+        )
+    }
+
     /// `Costs::waker` / `waker_local`: a task that wakes another pays,
     /// as CPU time of its own, the wake-up's cost: `waker` onto another
     /// CPU, `waker_local` onto its own; the woken task pays none of it.
     #[test]
     fn a_waker_pays_for_the_wake_ups_it_makes() {
-        let json = |wakee_cpu: u32| {
-            format!(
-                r#"{{"tasks": {{
-                "m": {{"loop": 50, "cpus": [0], "run": 100, "resume": "q",
-                    "timer": {{"ref": "t", "period": 10000}}}},
-                "w": {{"loop": -1, "cpus": [{wakee_cpu}], "policy": "SCHED_IDLE",
-                    "suspend": "q", "run": 100}}}}}}"#
-            )
-        };
-        let run_with = |wakee_cpu: u32, costs: Costs| {
-            let mut p = Platform::uniform(2);
-            p.costs = costs;
-            let w = parse(&json(wakee_cpu), "test").unwrap();
-            let mut m = Machine::new(p, w, Fair::eevdf(2)).unwrap();
-            m.run_until(1_000_000_000);
-            m.stats()
-        };
         let costs = Costs {
             waker: 20_000,
             waker_local: 3_000,
             ..Default::default()
         };
         for (cpu, each) in [(1, 20_000), (0, 3_000)] {
-            let s = run_with(cpu, costs);
+            let s = costed(2, &waker_json(cpu, ""), costs);
             // w's wake-ups by m (its start is by none).
             let woken = s[1].wakeups - 1;
             assert!(woken >= 49, "{:?}", s[1]);
@@ -2910,38 +2928,26 @@ mod tests {
             );
             assert_eq!(s[1].cpu_ns, woken * 100_000, "wakee on CPU {cpu}");
         }
-        let free = run_with(1, Costs::default());
+        let free = costed(2, &waker_json(1, ""), Costs::default());
         assert_eq!(free[0].cpu_ns, 50 * 100_000);
     }
 
     /// `Costs::migration`: a move's refill is at most the CPU time the
-    /// task ran on the CPU it left since it came there. A task running
-    /// 50 µs at a time, moved at each run between two CPUs: its first
-    /// moves refill what 50, 100 and 150 µs there brought in (each stay
-    /// includes the refill paid on arriving), every later one the whole
-    /// 200 µs. A task running 1 ms at a time pays 200 µs a move.
+    /// task ran on the CPU it left since it came there. Moved at each of
+    /// its runs, a task running 50 µs at a time refills what 50, 100 and
+    /// 150 µs there brought in (each stay includes the refill paid on
+    /// arriving), then the whole 200 µs at each of its other 16 moves; one
+    /// running 1 ms at a time pays 200 µs a move.
     #[test]
     fn a_move_s_refill_is_at_most_what_the_task_ran_where_it_left() {
-        let json = |run: u32| {
-            format!(
-                r#"{{"tasks": {{"t": {{"loop": 10, "phases": {{
-                "a": {{"cpus": [0], "run": {run}, "sleep": 1000}},
-                "b": {{"cpus": [1], "run": {run}, "sleep": 1000}}}}}}}}}}"#
-            )
-        };
-        let cpu_ns = |run: u32, costs: Costs| {
-            let mut p = Platform::uniform(2);
-            p.costs = costs;
-            let w = parse(&json(run), "test").unwrap();
-            let mut m = Machine::new(p, w, Fair::eevdf(2)).unwrap();
-            m.run_until(1_000_000_000);
-            let s = m.stats();
-            assert_eq!(s[0].migrations, 19, "{:?}", s[0]);
-            s[0].cpu_ns
-        };
         let costs = Costs {
             migration: 200_000,
             ..Default::default()
+        };
+        let cpu_ns = |run: u32, costs: Costs| {
+            let s = costed(2, &mover_json(run, ""), costs);
+            assert_eq!(s[0].migrations, 19, "{:?}", s[0]);
+            s[0].cpu_ns
         };
         assert_eq!(cpu_ns(50, Costs::default()), 20 * 50_000);
         let refills = 50_000 + 100_000 + 150_000 + 16 * 200_000;
@@ -2951,24 +2957,15 @@ mod tests {
 
     /// A recording's thread (`corral_moves`): its recorded runs hold its
     /// ticks, the wake-ups it made and the refills of its live moves, so
-    /// the replay charges only the moves beyond those. The same task as
-    /// above, recorded with 10 moves live, pays the last 9 of its 19; a
+    /// the replay charges only the moves beyond those. The mover above,
+    /// recorded with 10 moves live, pays the last 9 of its 19; a
     /// recorded 100 ms run ends at 100 ms, ticks and all, and a recorded
     /// waker pays nothing for its wake-ups.
     #[test]
     fn a_recorded_thread_pays_only_the_moves_beyond_its_live_ones() {
-        let run_with = |json: &str, costs: Costs| {
-            let mut p = Platform::uniform(2);
-            p.costs = costs;
-            let mut m = Machine::new(p, parse(json, "test").unwrap(), Fair::eevdf(2)).unwrap();
-            m.run_until(1_000_000_000);
-            m.stats()
-        };
-        let moves = r#"{"tasks": {"t": {"loop": 10, "corral_moves": 10, "phases": {
-            "a": {"cpus": [0], "run": 1000, "sleep": 1000},
-            "b": {"cpus": [1], "run": 1000, "sleep": 1000}}}}}"#;
-        let s = run_with(
-            moves,
+        let s = costed(
+            2,
+            &mover_json(1000, r#""corral_moves": 10, "#),
             Costs {
                 migration: 200_000,
                 ..Default::default()
@@ -2977,7 +2974,8 @@ mod tests {
         assert_eq!(s[0].migrations, 19, "{:?}", s[0]);
         assert_eq!(s[0].cpu_ns, 20 * 1_000_000 + 9 * 200_000);
         let ticks = r#"{"tasks": {"t": {"loop": 1, "corral_moves": 0, "run": 100000}}}"#;
-        let s = run_with(
+        let s = costed(
+            1,
             ticks,
             Costs {
                 tick: 10_000,
@@ -2985,12 +2983,9 @@ mod tests {
             },
         );
         assert_eq!(s[0].exited_at, Some(100_000_000));
-        let waker = r#"{"tasks": {
-            "m": {"loop": 50, "cpus": [0], "corral_moves": 0, "run": 100, "resume": "q",
-                "timer": {"ref": "t", "period": 10000}},
-            "w": {"loop": -1, "cpus": [1], "suspend": "q", "run": 100}}}"#;
-        let s = run_with(
-            waker,
+        let s = costed(
+            2,
+            &waker_json(1, r#""corral_moves": 0, "#),
             Costs {
                 waker: 20_000,
                 waker_local: 3_000,

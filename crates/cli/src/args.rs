@@ -609,7 +609,7 @@ pub enum LabCommand {
     /// Where this kernel puts a thread woken by a busy CPU while the
     /// thread's previous CPU idles: a thread on CPU A, busier step by step
     /// (its duty 20 % to 80 %), wakes one that last ran on idle CPU B (400
-    /// times, 250 kept). Upstream Linux puts every one on B; a guest kernel
+    /// times, 250 kept; a round another thread disturbs is drawn again). Upstream Linux puts every one on B; a guest kernel
     /// that packs wake-ups onto busy vCPUs keeps them on A while A's
     /// utilization and the wakee's sum under a threshold, which this
     /// prints (a platform file's `vcpu_pack_util`); then the same at the

@@ -29,7 +29,8 @@
 //! The waker's spin grows level by level, its duty from about 20 % to
 //! 80 %, so the two utilizations' sum crosses any threshold between: 40
 //! wake-ups a level, the first 15 left out while PELT settles, 250
-//! kept. Upstream every wake-up lands on `b`. (Idle
+//! kept (a [`Plan`]: a round another thread disturbed is drawn again,
+//! up to 100 a level). Upstream every wake-up lands on `b`. (Idle
 //! balancing could move a sleeper placed on `a` before it first runs,
 //! which would count it on `b`: the figure on `a` is a floor.)
 //!
@@ -99,6 +100,9 @@ pub struct Placement {
     /// [`measure`] or [`timers`] with a companion: a second thread of the
     /// busy CPU was queued there, waiting, at each wake-up kept.
     pub companion: bool,
+    /// Rounds past the settling ones left out (see [`measure`] and
+    /// [`timers`] for why) and drawn again.
+    pub left_out: usize,
 }
 
 impl Placement {
@@ -235,6 +239,57 @@ pub const COMPANION_LEVELS_MS: &[f64] = &[0.2, 1.0, 2.0];
 /// waker's `util_avg` settles (PELT's half-life is 32 ms).
 const ROUNDS: usize = 40;
 const SETTLE: usize = 15;
+/// The most rounds drawn at one level: a round another thread disturbs
+/// is left out and drawn again, up to this many.
+const MAX_ROUNDS: usize = 100;
+
+/// A probe's rounds, level by level: at each, [`SETTLE`] left out while
+/// PELT settles, then rounds until `ROUNDS - SETTLE` are kept or
+/// [`MAX_ROUNDS`] drawn. On a quiet machine that is [`ROUNDS`] a level;
+/// on a busy one (another thread on the probe's CPUs lets its companion
+/// run first) more, so the figures still rest on as many wake-ups.
+struct Plan<'a> {
+    levels: &'a [f64],
+    level: usize,
+    drawn: usize,
+    kept: usize,
+    /// Rounds past the settling ones that were not kept, over all levels.
+    left_out: usize,
+}
+
+impl<'a> Plan<'a> {
+    fn new(levels: &'a [f64]) -> Self {
+        Plan {
+            levels,
+            level: 0,
+            drawn: 0,
+            kept: 0,
+            left_out: 0,
+        }
+    }
+
+    /// The next round: its spin (ns) and whether it may be kept (past
+    /// the settling rounds); `None` when every level is done.
+    fn next(&mut self) -> Option<(u64, bool)> {
+        if self.kept == ROUNDS - SETTLE || self.drawn == MAX_ROUNDS {
+            self.level += 1;
+            self.drawn = 0;
+            self.kept = 0;
+        }
+        let ms = *self.levels.get(self.level)?;
+        self.drawn += 1;
+        Some(((ms * 1e6) as u64, self.drawn > SETTLE))
+    }
+
+    /// The round just drawn: whether it was kept (only one that may be).
+    fn done(&mut self, kept: bool, may_keep: bool) {
+        if kept {
+            self.kept += 1;
+        } else if may_keep {
+            self.left_out += 1;
+        }
+    }
+}
 
 /// The two threads of a probe and their handshake. The sleeper runs on
 /// CPU `b`, is allowed both, and sleeps ([`Pair::sleep`]); the waker, on
@@ -336,16 +391,19 @@ impl Pair {
 }
 
 /// Wakes, from CPU `a`, a thread that last ran on idle CPU `b` (two
-/// different online CPUs), [`ROUNDS`] times at each of `levels` (ms the
-/// waker spins before each wake-up). With `companion`, the waker first
+/// different online CPUs), at each of `levels` (ms the waker spins
+/// before each wake-up) [`ROUNDS`] times or, rounds left out, more (a
+/// [`Plan`]). With `companion`, the waker first
 /// wakes a third thread, pinned to `a` at nice 19, which waits queued
 /// behind it through the wake-up (its deadline far off, it does not
 /// preempt the waker: `cpu_rq(a)->nr_running` is 2) and then runs
 /// [`COMPANION_NS`]: the sleeper is woken from a CPU that has room but
-/// where it would wait. The pinning happens on threads of its own; the
-/// caller's CPUs stay as they were.
+/// where it would wait. A round where the companion ran before the
+/// waker began to wake the sleeper is left out (another thread on `a`
+/// had preempted the waker and the companion was picked after it). The
+/// pinning happens on threads of its own; the caller's CPUs stay as
+/// they were.
 pub fn measure(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Placement> {
-    let n = levels.len() * ROUNDS;
     let landed = AtomicUsize::new(usize::MAX);
     let wakee_util = std::sync::Mutex::new((0u64, 0u64));
     let (landed, wakee_util) = (&landed, &wakee_util);
@@ -353,7 +411,7 @@ pub fn measure(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pl
         a,
         b,
         |pair| {
-            for _ in 0..n {
+            loop {
                 pair.settle()?;
                 *wakee_util.lock().unwrap_or_else(|e| e.into_inner()) = own_util();
                 if !pair.sleep() {
@@ -370,8 +428,10 @@ pub fn measure(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pl
                     samples: Vec::new(),
                     timer: false,
                     companion,
+                    left_out: 0,
                 };
-                for i in 0..n {
+                let mut plan = Plan::new(levels);
+                while let Some((spin_ns, may_keep)) = plan.next() {
                     pair.await_sleeper()?;
                     if let Some(c) = &mate {
                         c.await_parked()?;
@@ -379,13 +439,13 @@ pub fn measure(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pl
                     landed.store(usize::MAX, Ordering::Release);
                     // b idles (the sleeper parked), a sleeps too, then is busy.
                     std::thread::sleep(std::time::Duration::from_nanos(IDLE_NS));
-                    spin((levels[i / ROUNDS] * 1e6) as u64);
+                    spin(spin_ns);
                     let (util_avg, util_est) = own_util();
                     if let Some(c) = &mate {
                         c.wake();
                     }
+                    let placing = mono_ns();
                     pair.wake(sleeper);
-                    let placed = mono_ns();
                     spin(SPIN_AFTER_NS);
                     let t1 = mono_ns();
                     let cpu = loop {
@@ -400,14 +460,15 @@ pub fn measure(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pl
                         }
                         std::thread::sleep(std::time::Duration::from_micros(50));
                     };
-                    // (With a companion: one that preempted the waker before the
-                    // wake-up was placed leaves the round out.)
-                    let queued = mate.is_none_or(|c| c.queued_at(placed));
-                    if i % ROUNDS >= SETTLE && (cpu == a || cpu == b) && queued {
+                    let queued = mate.is_none_or(|c| c.queued_at(placing));
+                    let kept = may_keep && (cpu == a || cpu == b) && queued;
+                    if kept {
                         p.samples
                             .push(Sample::seen((util_avg, util_est), wakee_util, cpu == a));
                     }
+                    plan.done(kept, may_keep);
                 }
+                p.left_out = plan.left_out;
                 Ok(p)
             })
         },
@@ -427,7 +488,7 @@ struct Mate {
     failed: AtomicBool,
     /// When it last began to run after a wake, CLOCK_MONOTONIC ns (MAX:
     /// not since the last wake): a round where it ran before the
-    /// wake-up was placed is not kept.
+    /// wake-up was placed is left out.
     ran_at: std::sync::atomic::AtomicU64,
 }
 
@@ -538,14 +599,15 @@ fn with_mate<T>(
 /// CPUs idle [`IDLE_NS`], then a thread pinned to `b` spins `levels[i]`
 /// ms, through the expiry (100 µs before the spin's end, at least
 /// [`SPIN_LEAD_NS`] after its start), and [`SPIN_AFTER_NS`] more, while
-/// `a` idles; the sleeper reads the CPU it runs on first. With
-/// `companion`, the spinner wakes a third thread pinned to `b` (as
-/// [`measure`]'s) just before the expiry; a round where it ran before the
-/// expiry, or was woken after it, is not kept. Each [`Sample`]'s waker is the spinning thread (its
+/// `a` idles; the sleeper reads the CPU it runs on first, `levels[i]`
+/// as [`measure`]'s (a [`Plan`]). With `companion`, the spinner wakes a
+/// third thread pinned to `b` (as [`measure`]'s) just before the
+/// expiry; a round where it ran before the expiry, or was woken after
+/// it, is left out. Each [`Sample`]'s waker is the spinning thread (its
 /// utilization read 50 µs before the expiry) and `on_waker_cpu` means it
 /// stayed on busy `b`; `Placement::cpus` is `(b, a)`. A round whose
 /// sleeper was not on `b` when it slept, or whose spin began late (`b`
-/// may have idled at the expiry), is not kept. Upstream the wake-up is
+/// may have idled at the expiry), is left out. Upstream the wake-up is
 /// placed from `b`'s timer interrupt: `b` is busy and `a` idles, so
 /// `select_idle_sibling` takes `a` every time. The pinning happens on
 /// threads of its own; the caller's CPUs stay as they were.
@@ -556,10 +618,21 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
             "the placement probe needs two different CPUs".into(),
         ));
     }
-    let n = levels.len() * ROUNDS;
-    // When the sleeper went to sleep this round (0: not yet) and whether
-    // it did so on `b`, where it then ran first (MAX: not yet), whether
-    // the spinner is done with the round, and whether either ended.
+    let mut plan = Plan::new(levels);
+    let Some(first) = plan.next() else {
+        return Ok(Placement {
+            cpus: (b, a),
+            samples: Vec::new(),
+            timer: true,
+            companion,
+            left_out: 0,
+        });
+    };
+    // The round's spin (ns, set by the spinner before it lets the sleeper
+    // go), when the sleeper went to sleep this round (0: not yet) and
+    // whether it did so on `b`, where it then ran first (MAX: not yet),
+    // whether the spinner is done with the round, and whether either ended.
+    let round_spin = AtomicU64::new(first.0);
     let asleep_at = AtomicU64::new(0);
     let armed_on_b = AtomicBool::new(false);
     let landed = AtomicUsize::new(usize::MAX);
@@ -567,11 +640,10 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
     let stop = AtomicBool::new(false);
     let sleeper_failed = AtomicBool::new(false);
     let wakee_util = std::sync::Mutex::new((0u64, 0u64));
-    let spin_ns = |i: usize| (levels[i / ROUNDS] * 1e6) as u64;
     // The sleep: the spin starts IDLE_NS after it began, the timer fires
     // 100 µs before the spin's planned end, or SPIN_LEAD_NS into a short
     // one (which then goes on past it).
-    let sleep_ns = |i: usize| IDLE_NS + spin_ns(i).saturating_sub(100_000).max(SPIN_LEAD_NS);
+    let sleep_ns = |spin_ns: u64| IDLE_NS + spin_ns.saturating_sub(100_000).max(SPIN_LEAD_NS);
     let wait = |flag: &dyn Fn() -> bool, what: &str| -> Result<()> {
         let t0 = mono_ns();
         while !flag() {
@@ -592,7 +664,7 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
     std::thread::scope(|s| {
         let sleeper = s.spawn(|| -> Result<()> {
             let rounds = || -> Result<()> {
-                for i in 0..n {
+                loop {
                     wait(
                         &|| done.load(Ordering::Acquire) || stop.load(Ordering::Acquire),
                         "spinner",
@@ -601,12 +673,13 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
                         break;
                     }
                     done.store(false, Ordering::Release);
+                    let spin_ns = round_spin.load(Ordering::Acquire);
                     affinity(&[b])?;
                     affinity(&[a, b])?;
                     *wakee_util.lock().unwrap_or_else(|e| e.into_inner()) = own_util();
                     armed_on_b.store(rustix::thread::sched_getcpu() == b, Ordering::Release);
                     asleep_at.store(mono_ns(), Ordering::Release);
-                    std::thread::sleep(std::time::Duration::from_nanos(sleep_ns(i)));
+                    std::thread::sleep(std::time::Duration::from_nanos(sleep_ns(spin_ns)));
                     landed.store(rustix::thread::sched_getcpu(), Ordering::Release);
                 }
                 Ok(())
@@ -622,14 +695,16 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
                         samples: Vec::new(),
                         timer: true,
                         companion,
+                        left_out: 0,
                     };
-                    for i in 0..n {
+                    let (mut spin_ns, mut may_keep) = first;
+                    loop {
                         if let Some(c) = &mate {
                             c.await_parked()?;
                         }
                         wait(&|| asleep_at.load(Ordering::Acquire) != 0, "sleeper")?;
                         let t0 = asleep_at.swap(0, Ordering::AcqRel);
-                        let expiry = t0 + sleep_ns(i);
+                        let expiry = t0 + sleep_ns(spin_ns);
                         let now = mono_ns();
                         if t0 + IDLE_NS > now {
                             std::thread::sleep(std::time::Duration::from_nanos(t0 + IDLE_NS - now));
@@ -641,7 +716,7 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
                             c.wake();
                         }
                         let (util_avg, util_est) = own_util();
-                        let end = (t0 + IDLE_NS + spin_ns(i)).max(expiry) + SPIN_AFTER_NS;
+                        let end = (t0 + IDLE_NS + spin_ns).max(expiry) + SPIN_AFTER_NS;
                         spin(end.saturating_sub(mono_ns()));
                         wait(
                             &|| landed.load(Ordering::Acquire) != usize::MAX,
@@ -651,7 +726,7 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
                         // With a companion: woken before the expiry and not yet
                         // run at it (else the spinner was alone there).
                         let queued = mate.is_none_or(|c| woke_mate < expiry && c.queued_at(expiry));
-                        let kept = i % ROUNDS >= SETTLE
+                        let kept = may_keep
                             && (cpu == a || cpu == b)
                             && armed_on_b.load(Ordering::Acquire)
                             && began + 50_000 < expiry
@@ -663,8 +738,22 @@ pub fn timers(a: usize, b: usize, levels: &[f64], companion: bool) -> Result<Pla
                                 cpu == b,
                             ));
                         }
+                        plan.done(kept, may_keep);
+                        // The next round's spin goes before the sleeper is let go;
+                        // with none left, the sleeper is told to stop first.
+                        match plan.next() {
+                            Some(next) => {
+                                (spin_ns, may_keep) = next;
+                                round_spin.store(spin_ns, Ordering::Release);
+                            }
+                            None => stop.store(true, Ordering::Release),
+                        }
                         done.store(true, Ordering::Release);
+                        if stop.load(Ordering::Acquire) {
+                            break;
+                        }
                     }
+                    p.left_out = plan.left_out;
                     Ok(p)
                 })
             })
@@ -769,6 +858,7 @@ mod tests {
             samples,
             timer: false,
             companion: false,
+            left_out: 0,
         };
         assert_eq!(p.pack_util(), Some(100 + 15 * 24 + 1));
         let bands = p.bands(200);
@@ -785,6 +875,7 @@ mod tests {
             samples: (0..40).map(|k| sample(0, k < 25)).collect(),
             timer: false,
             companion: false,
+            left_out: 0,
         };
         assert_eq!(p.pack_util(), None);
         // Every wake-up stayed: the threshold is above what was reached.
@@ -793,6 +884,7 @@ mod tests {
             samples: (0..40).map(|k| sample(100 + 15 * k, true)).collect(),
             timer: false,
             companion: false,
+            left_out: 0,
         };
         assert_eq!(p.pack_util(), None);
         // The wakee's utilization counts: the same split, 100 higher.
@@ -807,6 +899,7 @@ mod tests {
             samples,
             timer: false,
             companion: false,
+            left_out: 0,
         };
         assert_eq!(p.pack_util(), Some(200 + 15 * 24 + 1));
         // A timer's sleeper: its util_avg counts, not its util_est.
@@ -821,8 +914,56 @@ mod tests {
             samples: (0..40).map(|k| sample(100 + 15 * k, k % 10 == 0)).collect(),
             timer: false,
             companion: false,
+            left_out: 0,
         };
         assert_eq!(p.pack_util(), None);
+    }
+
+    /// A plan draws `ROUNDS` a level when every round may be kept, and
+    /// draws again what is left out, up to `MAX_ROUNDS` a level.
+    #[test]
+    fn a_plan_draws_again_the_rounds_left_out() {
+        let levels = [0.2, 1.0, 2.0];
+        let run = |keep: &dyn Fn(usize) -> bool| {
+            let mut plan = Plan::new(&levels);
+            let mut per_level = vec![(0, 0); levels.len()];
+            let mut i = 0;
+            while let Some((spin_ns, may_keep)) = plan.next() {
+                let l = levels
+                    .iter()
+                    .position(|&ms| (ms * 1e6) as u64 == spin_ns)
+                    .unwrap();
+                let kept = may_keep && keep(i);
+                per_level[l].0 += 1;
+                per_level[l].1 += kept as usize;
+                plan.done(kept, may_keep);
+                i += 1;
+            }
+            (per_level, plan.left_out)
+        };
+        // Quiet: 40 drawn, 25 kept a level, none left out.
+        assert_eq!(run(&|_| true), (vec![(ROUNDS, ROUNDS - SETTLE); 3], 0));
+        // Every other round disturbed: 15 + 50 drawn for 25 kept.
+        let (levels_seen, left_out) = run(&|i| i % 2 == 0);
+        for &(drawn, kept) in &levels_seen {
+            assert_eq!(kept, ROUNDS - SETTLE);
+            assert!(
+                (SETTLE + 49..=SETTLE + 50).contains(&drawn),
+                "{levels_seen:?}"
+            );
+        }
+        assert_eq!(
+            left_out,
+            levels_seen
+                .iter()
+                .map(|&(d, k)| d - SETTLE - k)
+                .sum::<usize>()
+        );
+        // Nothing keepable: MAX_ROUNDS a level, and the plan ends.
+        assert_eq!(
+            run(&|_| false),
+            (vec![(MAX_ROUNDS, 0); 3], 3 * (MAX_ROUNDS - SETTLE))
+        );
     }
 
     /// On a machine with two CPUs every wake-up is seen to land, and the

@@ -1561,10 +1561,18 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
         }
         print!("{}", t.render());
     };
+    // Rounds the machine's other work disturbed, drawn again.
+    let redrawn = |p: &corral_lab::placement::Placement| match p.left_out {
+        0 => String::new(),
+        k => format!(" ({k} more rounds left out and drawn again: another thread disturbed them)"),
+    };
     let (n, stayed) = p.counts();
     println!("wake-ups from busy CPU {a} of a thread whose previous CPU {b} idled, by the waker's utilization plus the wakee's (each max of util_avg, util_est):");
     bands(&p, "STAYED ON WAKER'S CPU");
-    println!("in all: {stayed} of {n} stayed beside their waker");
+    println!(
+        "in all: {stayed} of {n} stayed beside their waker{}",
+        redrawn(&p)
+    );
     println!(
         "of {} wake-ups that stayed beside a waker of low utilization, {} were pulled to idle CPU {b} while both spun {} ms on CPU {a} (upstream: pulled at the next tick)",
         pulls.packed,
@@ -1589,7 +1597,7 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
                   who: &str,
                   stayed: &str| {
         let (n, k) = shared.counts();
-        println!("\nthe same at the lowest duties, with a second thread of CPU {cpu} queued there, waiting, at each wake-up (nice 19; a round where it ran before the wake-up was placed is left out):");
+        println!("\nthe same at the lowest duties, with a second thread of CPU {cpu} queued there, waiting, at each wake-up (nice 19; a round where it ran before the wake-up was placed is left out and drawn again):");
         bands(shared, stayed);
         let top = shared
             .samples
@@ -1602,13 +1610,19 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
             .iter()
             .filter(|s| alone.util(s) <= top)
             .fold((0, 0), |(n, k), s| (n + 1, k + s.on_waker_cpu as usize));
-        println!("in all: {k} of {n} stayed (the {who} alone on CPU {cpu}, at the same utilizations: {pk} of {pn})");
+        println!(
+            "in all: {k} of {n} stayed (the {who} alone on CPU {cpu}, at the same utilizations: {pk} of {pn}){}",
+            redrawn(shared)
+        );
     };
     beside(&p, &shared, a, "waker", "STAYED ON WAKER'S CPU");
     let (n, stayed) = timers.counts();
     println!("\ntimer wake-ups of a thread whose previous CPU {b} (where its timer fires) is busy while CPU {a} idles, by the busy CPU's utilization plus the sleeper's util_avg:");
     bands(&timers, "STAYED ON BUSY CPU");
-    println!("in all: {stayed} of {n} stayed on the busy CPU");
+    println!(
+        "in all: {stayed} of {n} stayed on the busy CPU{}",
+        redrawn(&timers)
+    );
     match timers.pack_util() {
         Some(u) => println!("this kernel packs timer wake-ups too, under {u} (upstream Linux takes the idle CPU)"),
         None if stayed * 2 <= n => println!("this kernel places a timer wake-up on the idle CPU, as upstream Linux does"),

@@ -1481,6 +1481,12 @@ pub fn pelt(paths: &HostPaths, args: &crate::args::PeltArgs) -> anyhow::Result<E
             ]);
         }
         print!("{}", t.render());
+        for c in r.cases.iter().filter(|c| c.attempts > 1) {
+            println!(
+                "{}/{} us: run {} times (a run that compares no period is run again)",
+                c.shape.run_us, c.shape.period_us, c.attempts
+            );
+        }
         for c in r.cases.iter().filter(|c| !c.within) {
             println!(
                 "{}/{} us: largest error {}",

@@ -439,8 +439,10 @@ fn issue_13_a_bad_scope_root_is_reported_at_start() {
 }
 
 /// Starts `corral run` on `w` with its record in `state`; waits until the
-/// periodic thread sits in the latency group (false if it never does).
-fn start_placed(w: &Workload, state: &Path, socket: &Path) -> (Child, bool) {
+/// periodic thread sits in the latency group. If it never does, the
+/// daemon is ended (SIGTERM: it puts back what it moved) before the test
+/// fails with `what` and the daemon's log.
+fn start_placed(w: &Workload, state: &Path, socket: &Path, what: &str) -> Child {
     let daemon = Command::new(BIN)
         .args([
             "run",
@@ -469,11 +471,13 @@ fn start_placed(w: &Workload, state: &Path, socket: &Path) -> (Child, bool) {
                 .iter()
                 .any(|t| t["tid"] == periodic && t["group"] == "latency")
             {
-                return (daemon, true);
+                return daemon;
             }
         }
     }
-    (daemon, false)
+    signal(&daemon, rustix::process::Signal::TERM);
+    let out = daemon.wait_with_output().unwrap();
+    panic!("{what}:\n{}", String::from_utf8_lossy(&out.stderr));
 }
 
 fn signal(child: &Child, sig: rustix::process::Signal) {
@@ -499,14 +503,22 @@ fn privileged_kill9_is_undone_by_the_next_start_and_by_restore() {
     let socket = tmp.path().join("corral.sock");
 
     // 1. kill -9, then a new start: it reconciles, and SIGTERM ends clean.
-    let (mut d, placed) = start_placed(&w, &state, &socket);
+    let mut d = start_placed(
+        &w,
+        &state,
+        &socket,
+        "the daemon never placed the periodic thread",
+    );
     signal(&d, rustix::process::Signal::KILL);
     let _ = d.wait();
-    assert!(placed, "the daemon never placed the periodic thread");
     assert_ne!(w.placement(), before, "the kill left threads moved");
     assert!(record.exists(), "no record at {}", record.display());
-    let (d, placed) = start_placed(&w, &state, &socket);
-    assert!(placed, "the restarted daemon never placed the thread");
+    let d = start_placed(
+        &w,
+        &state,
+        &socket,
+        "the restarted daemon never placed the thread",
+    );
     signal(&d, rustix::process::Signal::TERM);
     let out = d.wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
@@ -519,8 +531,7 @@ fn privileged_kill9_is_undone_by_the_next_start_and_by_restore() {
     assert!(!record.exists(), "the record outlived a clean stop");
 
     // 2. kill -9, then `corral restore`.
-    let (mut d, placed) = start_placed(&w, &state, &socket);
-    assert!(placed);
+    let mut d = start_placed(&w, &state, &socket, "before restore: never placed");
     signal(&d, rustix::process::Signal::KILL);
     let _ = d.wait();
     let out = Command::new(BIN)
@@ -543,8 +554,7 @@ fn privileged_kill9_is_undone_by_the_next_start_and_by_restore() {
 
     // 3. SIGHUP (a closed terminal) ends it cleanly; a second daemon on the
     // same group is refused while the first runs.
-    let (d, placed) = start_placed(&w, &state, &socket);
-    assert!(placed);
+    let d = start_placed(&w, &state, &socket, "before SIGHUP: never placed");
     let second = Command::new(BIN)
         .args([
             "run",

@@ -548,6 +548,14 @@ pub struct RecordArgs {
     /// Trace buffer per CPU, KiB.
     #[arg(long, value_name = "KIB", default_value_t = 8192)]
     pub buffer_kb: u32,
+    /// Do not measure where this kernel places wake-ups before recording
+    /// a command. By default a recording carries that figure (a platform's
+    /// vcpu_pack_util, which `corral sim` then replays with): measured once
+    /// per boot, in about 3 s, by `corral record -- CMD` or by `corral lab
+    /// placement`, and kept in /run/corral/placement.json. (--scope-pid
+    /// never measures: its workload already runs.)
+    #[arg(long, conflicts_with = "from")]
+    pub no_probe: bool,
     /// The command to run and record.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

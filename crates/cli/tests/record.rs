@@ -17,19 +17,26 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn root(test: &str) -> bool {
-    let ok = rustix::process::geteuid().is_root();
-    if !ok {
+/// Root, for tracefs; the live recordings run one at a time, each
+/// holding the guard (a recorder removes the instances of recorders
+/// it finds dead, and the probe before a command's recording loads both
+/// CPUs). `None` (after a SKIP line) without root.
+fn root(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if !rustix::process::geteuid().is_root() {
         eprintln!("SKIP {test}: needs root (tracefs)");
+        return None;
     }
-    ok
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 #[test]
 fn privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code() {
-    if !root("privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code") {
+    let Some(_serial) =
+        root("privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code")
+    else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("rec.json");
     // A frame loop (100 periods of 10 ms, 2 ms of CPU each) and a child
@@ -90,6 +97,27 @@ fn privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code() {
             .any(|k| k.starts_with("corral_block")),
         "{sh}"
     );
+    // It says how this boot's kernel places wake-ups, as measured before
+    // it or by an earlier recording or `corral lab placement` on this
+    // boot (kept in /run/corral/placement.json), and the replay places
+    // them so.
+    let about = &v["corral_recording"];
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let kept: Option<serde_json::Value> = std::fs::read_to_string("/run/corral/placement.json")
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    match kept {
+        Some(k) => {
+            assert_eq!(about["placement_measured"], true, "{about}");
+            assert_eq!(about["vcpu_pack_util"], k["vcpu_pack_util"], "{about}");
+        }
+        // One CPU, or a probe that could not tell.
+        None => assert!(
+            online.trim() == "0" || text(&out).contains("could not tell"),
+            "{}",
+            text(&out)
+        ),
+    }
     // The replay: the same CPU, and the whole within 10 % of its length.
     let out = corral()
         .arg("sim")
@@ -98,6 +126,12 @@ fn privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).contains("replayed so"),
+        about["vcpu_pack_util"].is_u64(),
+        "{}",
+        text(&out)
+    );
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let sim = s["tasks"]
         .as_array()
@@ -127,12 +161,13 @@ fn privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code() {
 
 #[test]
 fn privileged_a_killed_recorder_s_instance_is_removed_by_the_next() {
-    if !root("privileged_a_killed_recorder_s_instance_is_removed_by_the_next") {
+    let Some(_serial) = root("privileged_a_killed_recorder_s_instance_is_removed_by_the_next")
+    else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut rec = corral()
-        .args(["record", "-o"])
+        .args(["record", "--no-probe", "-o"])
         .arg(dir.path().join("a.json"))
         .args(["--", "sleep", "30"])
         .stdout(Stdio::null())
@@ -203,6 +238,25 @@ fn bad_requests_say_what_is_wrong() {
     assert!(!out.status.success());
     assert!(text(&out).contains("no thread ran in it"), "{}", text(&out));
     let out = corral()
+        .args(["record", "--", "/nonexistent/prog"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("cannot run /nonexistent/prog: no such program"),
+        "{}",
+        text(&out)
+    );
+    let out = corral()
+        .args(["record", "--", "corral-no-such-program"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out).contains("no such program in PATH"),
+        "{}",
+        text(&out)
+    );
+    let out = corral()
         .args(["record", "--seconds", "0", "--", "true"])
         .output()
         .unwrap();
@@ -252,9 +306,11 @@ fn record_from_shell(script: &str) -> (Output, serde_json::Value) {
 
 #[test]
 fn privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral() {
-    if !root("privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral") {
+    let Some(_serial) =
+        root("privileged_scope_pid_from_a_shell_records_the_shell_s_work_not_corral")
+    else {
         return;
-    }
+    };
     // `corral record --scope-pid $$` as a shell user runs it: corral is
     // one of the shell's descendants, beside a busy loop.
     let (_, v) = record_from_shell(
@@ -321,9 +377,10 @@ fn a_recording_s_replay_ticks_where_the_live_ticks_were() {
 
 #[test]
 fn privileged_scope_pid_recording_ends_when_the_scope_has_exited() {
-    if !root("privileged_scope_pid_recording_ends_when_the_scope_has_exited") {
+    let Some(_serial) = root("privileged_scope_pid_recording_ends_when_the_scope_has_exited")
+    else {
         return;
-    }
+    };
     // A shell that sleeps a second, works a moment and exits, recorded
     // with room for 30 s: the recording ends within a few seconds of its
     // exit.
@@ -351,9 +408,6 @@ fn privileged_scope_pid_recording_ends_when_the_scope_has_exited() {
 /// The autogroup of the test's session, when the kernel runs autogroups
 /// and this process is in the root cpu cgroup (where they apply).
 fn own_autogroup(test: &str) -> Option<String> {
-    if !root(test) {
-        return None;
-    }
     if std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
         .is_ok_and(|t| t.trim() != "1")
     {
@@ -383,6 +437,9 @@ fn own_autogroup(test: &str) -> Option<String> {
 #[test]
 fn privileged_a_root_cgroup_thread_replays_in_its_session_s_autogroup() {
     let test = "privileged_a_root_cgroup_thread_replays_in_its_session_s_autogroup";
+    let Some(_serial) = root(test) else {
+        return;
+    };
     let Some(ours) = own_autogroup(test) else {
         return;
     };

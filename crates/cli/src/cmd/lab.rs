@@ -842,6 +842,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
             match corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS, false)
             {
                 Ok(p) => {
+                    super::packing::keep(paths, &p, "corral lab validate");
                     let u = p.pack_util();
                     let (n, stayed) = p.counts();
                     match u {
@@ -1503,7 +1504,10 @@ pub fn pelt(paths: &HostPaths, args: &crate::args::PeltArgs) -> anyhow::Result<E
 
 /// Two different online CPUs: `given` (`--cpus A,B`, checked), or the
 /// last two online.
-fn two_cpus(paths: &HostPaths, given: Option<(usize, usize)>) -> anyhow::Result<(usize, usize)> {
+pub(super) fn two_cpus(
+    paths: &HostPaths,
+    given: Option<(usize, usize)>,
+) -> anyhow::Result<(usize, usize)> {
     let online = corral_linux::sysfs::read_topology(paths)
         .context("cannot read the CPUs")?
         .online;
@@ -1533,6 +1537,7 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
         levels.len()
     );
     let p = corral_lab::placement::measure(a, b, levels, false)?;
+    super::packing::keep(paths, &p, "corral lab placement");
     let low = corral_lab::placement::COMPANION_LEVELS_MS;
     eprintln!("corral lab placement: then the same at the {} lowest duties, with a second thread (nice 19) queued on CPU {a} at each wake-up", low.len());
     let shared = corral_lab::placement::measure(a, b, low, true)?;

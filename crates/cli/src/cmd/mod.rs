@@ -5,6 +5,7 @@ mod cpus;
 mod docs;
 mod exec;
 mod lab;
+mod packing;
 mod record;
 mod run;
 mod sim;

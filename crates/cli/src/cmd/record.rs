@@ -59,10 +59,26 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     if args.command.is_empty() && args.scope_pid.is_empty() {
         bail!("nothing to record: give a command after --, or --scope-pid PID");
     }
+    if let Some(program) = args.command.first() {
+        ensure!(
+            findable(program),
+            "cannot run {}: no such program{}",
+            program.to_string_lossy(),
+            if program.to_string_lossy().contains('/') {
+                ""
+            } else {
+                " in PATH"
+            }
+        );
+    }
     ensure!(
         rustix::process::geteuid().is_root(),
         "recording needs root (tracefs and its instances)"
     );
+    // Before the trace and the command: the probe loads both CPUs.
+    let packing = packing(paths, args);
+    // The recorder's own cost leaves the probe's out.
+    let cpu_before = own_cpu_s();
     // Signals first: from here on, a stop removes the instance. A second
     // signal ends corral at once (a command that ignores SIGINT would
     // otherwise keep it waiting).
@@ -144,6 +160,9 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             scope: roots.clone(),
         },
     );
+    if let Some(util) = packing {
+        tell(&mut conv, &mut raw, Directive::Packing { util });
+    }
     let mut reading = Reading::default();
     let limit = args
         .seconds
@@ -208,7 +227,7 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let dropped = inst.lost();
     drop(inst);
     let wall = started.elapsed();
-    let own_cpu = own_cpu_s();
+    let own_cpu = own_cpu_s() - cpu_before;
     if let Some(w) = raw.as_mut() {
         w.flush().context("cannot write the raw trace")?;
     }
@@ -252,6 +271,67 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     }
     written?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How this kernel places wake-ups, for the recording: this boot's
+/// figure if measured, else measured now (about 3 s) when corral starts
+/// the command and `--no-probe` is not given; `None`, not known.
+fn packing(paths: &HostPaths, args: &RecordArgs) -> Option<Option<u32>> {
+    if let Some(known) = super::packing::load(paths) {
+        return Some(known);
+    }
+    if args.no_probe || args.command.is_empty() {
+        eprintln!(
+            "corral: this boot's wake-up placement is not known: the replay places wake-ups as upstream Linux does ({}; `corral lab placement` measures it in about 9 s, and later recordings carry it)",
+            if args.no_probe {
+                "--no-probe"
+            } else {
+                "--scope-pid does not measure it: its workload already runs"
+            }
+        );
+        return None;
+    }
+    // One probe at a time: another recorder may be measuring; then its
+    // figure is read.
+    let _lock = super::packing::lock(paths);
+    if let Some(known) = super::packing::load(paths) {
+        return Some(known);
+    }
+    let (a, b) = match super::lab::two_cpus(paths, None) {
+        Ok(cpus) => cpus,
+        Err(e) => {
+            eprintln!("corral: wake-up placement not measured ({e:#}): the replay places wake-ups as upstream Linux does");
+            return None;
+        }
+    };
+    eprintln!("corral: measuring where this kernel places wake-ups on CPUs {a} and {b} first (about 3 s, once per boot; --no-probe skips it)");
+    let p = match corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS, false)
+    {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("corral: warning: the wake-up placement probe failed ({e}): the replay places wake-ups as upstream Linux does");
+            return None;
+        }
+    };
+    let verdict = super::packing::verdict(&p);
+    match verdict {
+        Some(Some(u)) => eprintln!("corral: this kernel keeps a woken thread beside its busy waker while their utilizations sum under {u}; the recording says so"),
+        Some(None) => eprintln!("corral: this kernel puts a woken thread on its idle previous CPU, as upstream Linux does"),
+        None => eprintln!("corral: the wake-up placement probe could not tell (most wake-ups stayed beside their waker, no utilization splits them): the replay places wake-ups as upstream Linux does"),
+    }
+    super::packing::keep(paths, &p, "corral");
+    verdict
+}
+
+/// Whether `program` names a file to run: a path, or a name found in
+/// one of `PATH`'s directories (as `execvp` searches).
+fn findable(program: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if program.as_bytes().contains(&b'/') {
+        return std::path::Path::new(program).exists();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Whether thread `tid` has exited: no `/proc/TID`, or a zombie (state

@@ -170,6 +170,22 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
         .kernel
         .or(spec.kernel)
         .unwrap_or(Model::Fair(Flavour::Eevdf));
+    // A recording made by corral says how its kernel placed wake-ups
+    // (`corral record`, from `corral lab placement`'s probe): replayed so
+    // on the model that has the rule, unless the platform file sets
+    // vcpu_pack_util itself (0: as upstream) or the CPUs differ.
+    if let Some(u) = recorded.as_ref().and_then(|r| r["vcpu_pack_util"].as_u64()) {
+        let caps = &spec.platform.capacities;
+        if spec.platform.vcpu_pack_util.is_none()
+            && kernel == Model::Fair(Flavour::Eevdf)
+            && caps.iter().all(|&c| c == caps[0])
+        {
+            spec.platform.vcpu_pack_util = Some(u);
+            eprintln!(
+                "corral sim: the recorded kernel kept a woken thread beside its busy waker while their utilizations summed under {u} (measured when recorded): replayed so (a platform file's vcpu_pack_util decides instead; 0: as upstream Linux)"
+            );
+        }
+    }
     // A recording runs until its threads end: room for 4 times its length.
     let rec_secs = recorded
         .as_ref()

@@ -8,7 +8,9 @@
 //! timer_slack = "50us"                  # timer_slack_ns of normal tasks' sleeps
 //! vcpu_pack_util = 715                  # a guest kernel that packs work onto
 //!                                       # busy vCPUs under this utilization
-//!                                       # (`corral lab placement` measures it)
+//!                                       # (`corral lab placement` measures it,
+//!                                       # a `corral record`ing carries it; 0:
+//!                                       # none, as upstream Linux)
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
 //! offline = [2, 3]                      # CPUs offline at the start

@@ -273,6 +273,9 @@ pub struct Converter {
     /// The replay's time 0 on CLOCK_MONOTONIC, when corral's recorder
     /// (whose trace clock is `mono`) said when it started.
     start_mono: Option<u64>,
+    /// How the recorded kernel places wake-ups, when the recorder knew
+    /// ([`Directive::Packing`]).
+    packing: Option<Option<u32>>,
 }
 
 /// What else ran on the CPUs during a live recording: tasks outside the
@@ -371,6 +374,12 @@ pub struct Recording {
     /// the tick grid lies on that clock, so the replay puts its ticks
     /// where the live ones were ([`crate::sched::machine::tick_phase_after`]).
     pub start_mono_ns: Option<u64>,
+    /// How the recorded kernel places a woken thread whose previous CPU
+    /// idles, when measured (`corral lab placement`): `Some(Some(u))`, it
+    /// keeps it beside its busy waker while their utilizations sum under
+    /// `u` (a platform's `vcpu_pack_util`); `Some(None)`, on the idle CPU
+    /// as upstream Linux; `None`, not measured.
+    pub packing: Option<Option<u32>>,
 }
 
 impl Converter {
@@ -390,6 +399,7 @@ impl Converter {
             online: 0,
             background: None,
             start_mono: None,
+            packing: None,
         }
     }
 
@@ -709,6 +719,7 @@ impl Converter {
                     self.threads[i].cgroup = (path != "/").then_some(path);
                 }
             }
+            Directive::Packing { util } => self.packing = Some(util),
         }
     }
 
@@ -754,6 +765,7 @@ impl Converter {
             inferred_switches: self.inferred,
             cpus: (self.max_cpu as usize + 1).max(self.online),
             start_mono_ns: self.start_mono,
+            packing: self.packing,
         }
     }
 }
@@ -779,6 +791,10 @@ pub enum Directive {
     /// group, `/autogroup-N` (`/proc/PID/autogroup`), a group of 1024
     /// shares in the replay as in the kernel.
     Cgroup { tid: u32, path: String },
+    /// `# corral packing util=N|none`: how the kernel places a woken
+    /// thread whose previous CPU idles, as `corral lab placement`
+    /// measured it on this boot ([`Recording::packing`]).
+    Packing { util: Option<u32> },
 }
 
 impl Directive {
@@ -801,6 +817,11 @@ impl Directive {
             Directive::Cgroup { tid, path } => {
                 format!("{}cgroup {tid} {}", Self::PREFIX, plain(path))
             }
+            Directive::Packing { util } => format!(
+                "{}packing util={}",
+                Self::PREFIX,
+                util.map_or("none".into(), |u| u.to_string())
+            ),
         }
     }
 
@@ -854,6 +875,13 @@ impl Directive {
                     .ok_or_else(bad)?;
                 Directive::Cgroup { tid, path }
             }
+            Some("packing") => match words.next().and_then(|w| w.strip_prefix("util=")) {
+                Some("none") => Directive::Packing { util: None },
+                Some(v) => Directive::Packing {
+                    util: Some(num(v)?.try_into().map_err(|_| bad())?),
+                },
+                None => return Err(bad()),
+            },
             _ => return Err(bad()),
         };
         Ok(Some(d))
@@ -1051,6 +1079,8 @@ impl Recording {
             "inferred_switches": self.inferred_switches,
             "cpus": self.cpus,
             "start_mono_ns": self.start_mono_ns,
+            "vcpu_pack_util": self.packing.flatten(),
+            "placement_measured": self.packing.is_some(),
             "threads": threads,
             "by_comm": by_comm,
         });
@@ -1477,6 +1507,8 @@ CPU:1 [LOST 7 EVENTS]
                 tid: 201,
                 path: "/corral-lab-7/work group".into(),
             },
+            Directive::Packing { util: Some(717) },
+            Directive::Packing { util: None },
         ] {
             assert_eq!(
                 Directive::parse(&d.line()),
@@ -1490,6 +1522,8 @@ CPU:1 [LOST 7 EVENTS]
             Directive::parse("# corral start online=2").is_err(),
             "no t0"
         );
+        assert!(Directive::parse("# corral packing 717").is_err());
+        assert!(Directive::parse("# corral packing util=-1").is_err());
         assert_eq!(Directive::parse("# tracer: nop"), Ok(None));
         // The start sets t0, the scope (202 is out) and the CPU count;
         // the CPUs follow the thread.
@@ -1527,6 +1561,27 @@ CPU:1 [LOST 7 EVENTS]
             .contains("\"taskgroup\": \"/lab/work\""));
         assert!(!r.to_json(true, "t").contains("taskgroup"));
         assert_eq!(r.threads[1].steps[0], Step::Run(1000));
+        // Not measured; measured, a kernel that packs; one that does not.
+        assert_eq!(r.packing, None);
+        let json = r.to_json(false, "t");
+        assert!(json.contains("\"placement_measured\":false"), "{json}");
+        for (line, packing, util) in [
+            ("# corral packing util=717", Some(717), "717"),
+            ("# corral packing util=none", None, "null"),
+        ] {
+            let mut c = Converter::new(Scope::All, None);
+            for l in std::iter::once(line).chain(trace.lines()) {
+                c.line(l).unwrap();
+            }
+            let r = c.finish();
+            assert_eq!(r.packing, Some(packing));
+            let json = r.to_json(false, "t");
+            assert!(
+                json.contains(&format!("\"vcpu_pack_util\":{util}")),
+                "{json}"
+            );
+            assert!(json.contains("\"placement_measured\":true"), "{json}");
+        }
     }
 
     #[test]

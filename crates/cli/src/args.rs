@@ -617,7 +617,9 @@ pub enum LabCommand {
     /// Where this kernel puts a thread woken by a busy CPU while the
     /// thread's previous CPU idles: a thread on CPU A, busier step by step
     /// (its duty 20 % to 80 %), wakes one that last ran on idle CPU B (400
-    /// times, 250 kept; a round another thread disturbs is drawn again). Upstream Linux puts every one on B; a guest kernel
+    /// times, 250 kept; a round left out is drawn again). As root it keeps
+    /// the threshold in /run/corral/placement.json for this boot's
+    /// recordings (`corral record`; remove the file to measure again). Upstream Linux puts every one on B; a guest kernel
     /// that packs wake-ups onto busy vCPUs keeps them on A while A's
     /// utilization and the wakee's sum under a threshold, which this
     /// prints (a platform file's `vcpu_pack_util`); then the same at the

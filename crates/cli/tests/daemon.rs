@@ -443,7 +443,7 @@ fn issue_13_a_bad_scope_root_is_reported_at_start() {
 /// daemon is ended (SIGTERM: it puts back what it moved) before the test
 /// fails with `what` and the daemon's log.
 fn start_placed(w: &Workload, state: &Path, socket: &Path, what: &str) -> Child {
-    let daemon = Command::new(BIN)
+    let mut daemon = Command::new(BIN)
         .args([
             "run",
             "--interval",
@@ -475,7 +475,13 @@ fn start_placed(w: &Workload, state: &Path, socket: &Path, what: &str) -> Child 
             }
         }
     }
+    // SIGTERM, then SIGKILL if it has not ended within 10 s.
     signal(&daemon, rustix::process::Signal::TERM);
+    let t0 = Instant::now();
+    while daemon.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = daemon.kill();
     let out = daemon.wait_with_output().unwrap();
     panic!("{what}:\n{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -107,13 +107,18 @@ fn privileged_a_recorded_command_replays_with_its_cpu_wake_ups_and_exit_code() {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     match kept {
+        Some(k) if k["verdict"] == "unknown" => {
+            assert_eq!(about["placement_measured"], false, "{about}")
+        }
         Some(k) => {
             assert_eq!(about["placement_measured"], true, "{about}");
             assert_eq!(about["vcpu_pack_util"], k["vcpu_pack_util"], "{about}");
         }
-        // One CPU, or a probe that could not tell.
+        // One CPU, or a probe that failed or could not run here.
         None => assert!(
-            online.trim() == "0" || text(&out).contains("could not tell"),
+            online.trim() == "0"
+                || text(&out).contains("probe failed")
+                || text(&out).contains("not measured"),
             "{}",
             text(&out)
         ),
@@ -243,7 +248,7 @@ fn bad_requests_say_what_is_wrong() {
         .unwrap();
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("cannot run /nonexistent/prog: no such program"),
+        text(&out).contains("cannot run /nonexistent/prog: no such program, or not executable"),
         "{}",
         text(&out)
     );
@@ -252,7 +257,7 @@ fn bad_requests_say_what_is_wrong() {
         .output()
         .unwrap();
     assert!(
-        text(&out).contains("no such program in PATH"),
+        text(&out).contains("not executable in PATH"),
         "{}",
         text(&out)
     );

@@ -29,8 +29,11 @@
 //! The waker's spin grows level by level, its duty from about 20 % to
 //! 80 %, so the two utilizations' sum crosses any threshold between: 40
 //! wake-ups a level, the first 15 left out while PELT settles, 250
-//! kept (a [`Plan`]: a round another thread disturbed is drawn again,
-//! up to 100 a level). Upstream every wake-up lands on `b`. (Idle
+//! kept (a [`Plan`]: a round left out — with a companion, one it ran
+//! first in; for timers, one whose sleeper slept off `b` or whose spin
+//! began late — is drawn again, up to 100 a level). A thread of another
+//! program on these CPUs still disturbs rounds kept: run it on a quiet
+//! machine. Upstream every wake-up lands on `b`. (Idle
 //! balancing could move a sleeper placed on `a` before it first runs,
 //! which would count it on `b`: the figure on `a` is a floor.)
 //!
@@ -101,7 +104,8 @@ pub struct Placement {
     /// busy CPU was queued there, waiting, at each wake-up kept.
     pub companion: bool,
     /// Rounds past the settling ones left out (see [`measure`] and
-    /// [`timers`] for why) and drawn again.
+    /// [`timers`] for why), each drawn again while its level had fewer
+    /// than 100 rounds.
     pub left_out: usize,
 }
 
@@ -487,8 +491,8 @@ struct Mate {
     stop: AtomicBool,
     failed: AtomicBool,
     /// When it last began to run after a wake, CLOCK_MONOTONIC ns (MAX:
-    /// not since the last wake): a round where it ran before the
-    /// wake-up was placed is left out.
+    /// not since the last wake): a round where it ran before the waker
+    /// began to wake the sleeper is left out.
     ran_at: std::sync::atomic::AtomicU64,
 }
 

@@ -839,8 +839,11 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         _ if stop.load(std::sync::atomic::Ordering::Relaxed) => None,
         Ok((a, b)) => {
             eprintln!("corral lab validate: wake-up placement on CPUs {a} and {b} (as corral lab placement)");
-            match corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS, false)
-            {
+            let lock = super::packing::lock(paths, "corral lab validate");
+            let probe =
+                corral_lab::placement::measure(a, b, corral_lab::placement::SPIN_LEVELS_MS, false);
+            drop(lock);
+            match probe {
                 Ok(p) => {
                     super::packing::keep(paths, &p, "corral lab validate");
                     let u = p.pack_util();
@@ -1520,10 +1523,19 @@ pub(super) fn two_cpus(
         }
         return Ok((a, b));
     }
-    let list: Vec<usize> = online.iter().map(|c| c as usize).collect();
+    // Of those this process may use (a container's cpuset may hold fewer).
+    let allowed = rustix::thread::sched_getaffinity(None).ok();
+    let list: Vec<usize> = online
+        .iter()
+        .map(|c| c as usize)
+        .filter(|&c| allowed.as_ref().is_none_or(|set| set.is_set(c)))
+        .collect();
     match list.as_slice() {
         [.., a, b] => Ok((*a, *b)),
-        _ => anyhow::bail!("this needs two online CPUs; {} online", list.len()),
+        _ => anyhow::bail!(
+            "this needs two online CPUs this process may use; {} ({online} online)",
+            list.len()
+        ),
     }
 }
 
@@ -1536,8 +1548,10 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
         "corral lab placement: a thread on CPU {a} wakes one that last ran on idle CPU {b}; its duty in {} steps",
         levels.len()
     );
+    let lock = super::packing::lock(paths, "corral lab placement");
     let p = corral_lab::placement::measure(a, b, levels, false)?;
     super::packing::keep(paths, &p, "corral lab placement");
+    drop(lock);
     let low = corral_lab::placement::COMPANION_LEVELS_MS;
     eprintln!("corral lab placement: then the same at the {} lowest duties, with a second thread (nice 19) queued on CPU {a} at each wake-up", low.len());
     let shared = corral_lab::placement::measure(a, b, low, true)?;
@@ -1575,7 +1589,8 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
     // Rounds the machine's other work disturbed, drawn again.
     let redrawn = |p: &corral_lab::placement::Placement| match p.left_out {
         0 => String::new(),
-        k => format!(" ({k} more rounds left out and drawn again: another thread disturbed them)"),
+        1 => " (1 more round left out and drawn again)".to_string(),
+        k => format!(" ({k} more rounds left out, each drawn again up to 100 a level)"),
     };
     let (n, stayed) = p.counts();
     println!("wake-ups from busy CPU {a} of a thread whose previous CPU {b} idled, by the waker's utilization plus the wakee's (each max of util_avg, util_est):");
@@ -1608,7 +1623,7 @@ pub fn placement(paths: &HostPaths, args: &crate::args::CostsArgs) -> anyhow::Re
                   who: &str,
                   stayed: &str| {
         let (n, k) = shared.counts();
-        println!("\nthe same at the lowest duties, with a second thread of CPU {cpu} queued there, waiting, at each wake-up (nice 19; a round where it ran before the wake-up was placed is left out and drawn again):");
+        println!("\nthe same at the lowest duties, with a second thread of CPU {cpu} queued there, waiting, at each wake-up (nice 19; a round where it ran before the waker began the wake-up is left out and drawn again):");
         bands(shared, stayed);
         let top = shared
             .samples

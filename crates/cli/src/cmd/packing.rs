@@ -25,57 +25,95 @@ fn boot_id(paths: &HostPaths) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// What a probe says: `Some(Some(u))`, this kernel keeps a woken thread
-/// beside its busy waker while their utilizations sum under `u`;
-/// `Some(None)`, it puts it on the idle CPU as upstream does (at most
-/// half stayed, no threshold); `None`, the probe cannot tell (most
-/// stayed, yet no threshold splits them).
-pub fn verdict(p: &Placement) -> Option<Option<u32>> {
+/// What a probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measured {
+    /// This kernel keeps a woken thread beside its busy waker while their
+    /// utilizations sum under this (a platform's `vcpu_pack_util`).
+    Packs(u32),
+    /// It puts it on the idle CPU, as upstream Linux does (at most half
+    /// stayed, no threshold).
+    Upstream,
+    /// The probe could not tell (most stayed, yet no threshold splits
+    /// them: no utilization read, or none high enough). Kept too, so that
+    /// each recording does not probe again.
+    Unknown,
+}
+
+impl Measured {
+    /// What a recording says ([`Directive::Packing`]): `None` when unknown.
+    ///
+    /// [`Directive::Packing`]: corral_sim::input::recording::Directive::Packing
+    pub fn packing(self) -> Option<Option<u32>> {
+        match self {
+            Measured::Packs(u) => Some(Some(u)),
+            Measured::Upstream => Some(None),
+            Measured::Unknown => None,
+        }
+    }
+}
+
+/// What probe `p` says.
+pub fn verdict(p: &Placement) -> Measured {
     let (n, stayed) = p.counts();
     match p.pack_util() {
-        Some(u) => Some(Some(u.min(u32::MAX as u64) as u32)),
-        None if n > 0 && stayed * 2 <= n => Some(None),
-        None => None,
+        Some(u) => Measured::Packs(u.min(1024) as u32),
+        None if n > 0 && stayed * 2 <= n => Measured::Upstream,
+        None => Measured::Unknown,
     }
 }
 
 /// This boot's figure, if measured on it.
-pub fn load(paths: &HostPaths) -> Option<Option<u32>> {
+pub fn load(paths: &HostPaths) -> Option<Measured> {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(file(paths)).ok()?).ok()?;
     if v["boot_id"].as_str()? != boot_id(paths)? {
         return None;
     }
-    match &v["vcpu_pack_util"] {
-        serde_json::Value::Null => Some(None),
-        u => Some(Some(u32::try_from(u.as_u64()?).ok()?)),
+    match (&v["verdict"].as_str()?, &v["vcpu_pack_util"]) {
+        (&"packs", u) => Some(Measured::Packs(
+            u32::try_from(u.as_u64()?).ok().filter(|&u| u <= 1024)?,
+        )),
+        (&"upstream", _) => Some(Measured::Upstream),
+        (&"unknown", _) => Some(Measured::Unknown),
+        _ => None,
     }
 }
 
 /// Keeps this boot's figure (root only: the directory is the daemon's
 /// state directory); written whole through a temporary file.
-pub fn store(paths: &HostPaths, util: Option<u32>) -> std::io::Result<PathBuf> {
+pub fn store(paths: &HostPaths, m: Measured) -> std::io::Result<PathBuf> {
     let boot = boot_id(paths).ok_or_else(|| std::io::Error::other("no boot id in /proc"))?;
     let path = file(paths);
     let dir = path.parent().unwrap_or(Path::new("/"));
     std::fs::create_dir_all(dir)?;
+    let (verdict, util) = match m {
+        Measured::Packs(u) => ("packs", Some(u)),
+        Measured::Upstream => ("upstream", None),
+        Measured::Unknown => ("unknown", None),
+    };
     let v = serde_json::json!({
         "boot_id": boot,
+        "verdict": verdict,
         "vcpu_pack_util": util,
-        "measured_by": "corral lab placement's wake-up probe",
+        "measured_by": "corral lab placement's wake-up probe (remove this file to measure again)",
     });
     let tmp = dir.join(format!(".placement.json.{}", std::process::id()));
-    std::fs::write(&tmp, format!("{v}\n"))?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(path)
+    let written =
+        std::fs::write(&tmp, format!("{v}\n")).and_then(|()| std::fs::rename(&tmp, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.map(|()| path)
 }
 
 /// Holds this boot's probe to one process at a time (two at once on the
 /// same CPUs would disturb each other): an exclusive `flock` on
-/// `placement.lock` beside the file, released when the handle drops.
-/// `None` (no lock) when the directory cannot be made, as for a user
-/// other than root.
-pub fn lock(paths: &HostPaths) -> Option<std::fs::File> {
+/// `placement.lock` beside the file, released when the handle drops;
+/// `who` says so when it has to wait. `None` (no lock) when the
+/// directory cannot be made, as for a user other than root.
+pub fn lock(paths: &HostPaths, who: &str) -> Option<std::fs::File> {
+    use rustix::fs::{flock, FlockOperation};
     let path = file(paths).with_extension("lock");
     std::fs::create_dir_all(path.parent()?).ok()?;
     let f = std::fs::OpenOptions::new()
@@ -84,20 +122,24 @@ pub fn lock(paths: &HostPaths) -> Option<std::fs::File> {
         .write(true)
         .open(&path)
         .ok()?;
-    rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).ok()?;
+    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+        eprintln!("{who}: another corral is probing the wake-up placement; waiting for it");
+        flock(&f, FlockOperation::LockExclusive).ok()?;
+    }
     Some(f)
 }
 
-/// Keeps what a probe said, when it could tell and corral may write
-/// there; a note on stderr names `who`'s file, or why it was not kept.
+/// Keeps what probe `p` said, where corral may write (root); a note on
+/// stderr, as `who`, says where or why not.
 pub fn keep(paths: &HostPaths, p: &Placement, who: &str) {
-    let Some(util) = verdict(p) else {
-        return;
-    };
     if !rustix::process::geteuid().is_root() {
+        eprintln!(
+            "{who}: not kept for this boot's recordings: only root writes {}",
+            file(paths).display()
+        );
         return;
     }
-    match store(paths, util) {
+    match store(paths, verdict(p)) {
         Ok(path) => eprintln!(
             "{who}: kept in {} for this boot's recordings (corral record)",
             path.display()
@@ -135,10 +177,16 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let paths = host(&dir, "aaaa");
         assert_eq!(load(&paths), None, "nothing measured");
-        store(&paths, Some(717)).unwrap();
-        assert_eq!(load(&paths), Some(Some(717)));
-        store(&paths, None).unwrap();
-        assert_eq!(load(&paths), Some(None), "measured: upstream placement");
+        for m in [Measured::Packs(717), Measured::Upstream, Measured::Unknown] {
+            store(&paths, m).unwrap();
+            assert_eq!(load(&paths), Some(m));
+        }
+        assert_eq!(
+            Measured::Unknown.packing(),
+            None,
+            "a recording says nothing"
+        );
+        assert_eq!(Measured::Upstream.packing(), Some(None));
         // Another boot: not measured.
         let other = host(&dir, "bbbb");
         assert_eq!(load(&other), None);

@@ -62,7 +62,7 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(program) = args.command.first() {
         ensure!(
             findable(program),
-            "cannot run {}: no such program{}",
+            "cannot run {}: no such program, or not executable{}",
             program.to_string_lossy(),
             if program.to_string_lossy().contains('/') {
                 ""
@@ -75,10 +75,6 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         rustix::process::geteuid().is_root(),
         "recording needs root (tracefs and its instances)"
     );
-    // Before the trace and the command: the probe loads both CPUs.
-    let packing = packing(paths, args);
-    // The recorder's own cost leaves the probe's out.
-    let cpu_before = own_cpu_s();
     // Signals first: from here on, a stop removes the instance. A second
     // signal ends corral at once (a command that ignores SIGINT would
     // otherwise keep it waiting).
@@ -96,6 +92,10 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     for name in tracefs::remove_stale(&fs) {
         eprintln!("corral: removed the trace instance {name}, left by a recorder that was killed");
     }
+    // Before the trace and the command: the probe loads both CPUs.
+    let packing = packing(paths, args);
+    // The recorder's own cost leaves the probe's out.
+    let cpu_before = own_cpu_s();
     let mut inst = Instance::create(&fs, args.buffer_kb, SCHED_EVENTS)
         .context("cannot create corral's trace instance")?;
     let mut t0 = monotonic_ns();
@@ -277,12 +277,19 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
 /// figure if measured, else measured now (about 3 s) when corral starts
 /// the command and `--no-probe` is not given; `None`, not known.
 fn packing(paths: &HostPaths, args: &RecordArgs) -> Option<Option<u32>> {
-    if let Some(known) = super::packing::load(paths) {
-        return Some(known);
+    use super::packing::Measured;
+    let known = |m: Measured| {
+        if m == Measured::Unknown {
+            eprintln!("corral: this boot's wake-up placement probe could not tell (most wake-ups stayed beside their waker, no utilization splits them): the replay places wake-ups as upstream Linux does");
+        }
+        m.packing()
+    };
+    if let Some(m) = super::packing::load(paths) {
+        return known(m);
     }
     if args.no_probe || args.command.is_empty() {
         eprintln!(
-            "corral: this boot's wake-up placement is not known: the replay places wake-ups as upstream Linux does ({}; `corral lab placement` measures it in about 9 s, and later recordings carry it)",
+            "corral: this boot's wake-up placement is not known: the replay places wake-ups as upstream Linux does ({}; `corral lab placement`, as root, measures it in about 9 s, and later recordings carry it)",
             if args.no_probe {
                 "--no-probe"
             } else {
@@ -293,9 +300,9 @@ fn packing(paths: &HostPaths, args: &RecordArgs) -> Option<Option<u32>> {
     }
     // One probe at a time: another recorder may be measuring; then its
     // figure is read.
-    let _lock = super::packing::lock(paths);
-    if let Some(known) = super::packing::load(paths) {
-        return Some(known);
+    let _lock = super::packing::lock(paths, "corral");
+    if let Some(m) = super::packing::load(paths) {
+        return known(m);
     }
     let (a, b) = match super::lab::two_cpus(paths, None) {
         Ok(cpus) => cpus,
@@ -313,25 +320,32 @@ fn packing(paths: &HostPaths, args: &RecordArgs) -> Option<Option<u32>> {
             return None;
         }
     };
-    let verdict = super::packing::verdict(&p);
-    match verdict {
-        Some(Some(u)) => eprintln!("corral: this kernel keeps a woken thread beside its busy waker while their utilizations sum under {u}; the recording says so"),
-        Some(None) => eprintln!("corral: this kernel puts a woken thread on its idle previous CPU, as upstream Linux does"),
-        None => eprintln!("corral: the wake-up placement probe could not tell (most wake-ups stayed beside their waker, no utilization splits them): the replay places wake-ups as upstream Linux does"),
+    let m = super::packing::verdict(&p);
+    match m {
+        Measured::Packs(u) => eprintln!("corral: this kernel keeps a woken thread beside its busy waker while their utilizations sum under {u}; the recording says so"),
+        Measured::Upstream => eprintln!("corral: this kernel puts a woken thread on its idle previous CPU, as upstream Linux does"),
+        Measured::Unknown => {}
     }
     super::packing::keep(paths, &p, "corral");
-    verdict
+    known(m)
 }
 
 /// Whether `program` names a file to run: a path, or a name found in
-/// one of `PATH`'s directories (as `execvp` searches).
+/// one of `PATH`'s directories (as `execvp` searches), executable. With
+/// no `PATH`, spawning decides.
 fn findable(program: &std::ffi::OsStr) -> bool {
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.as_bytes().contains(&b'/') {
-        return std::path::Path::new(program).exists();
+        return runnable(std::path::Path::new(program));
     }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    match std::env::var_os("PATH") {
+        Some(path) => std::env::split_paths(&path).any(|dir| runnable(&dir.join(program))),
+        None => true,
+    }
 }
 
 /// Whether thread `tid` has exited: no `/proc/TID`, or a zombie (state

@@ -176,13 +176,24 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     // vcpu_pack_util itself (0: as upstream) or the CPUs differ.
     if let Some(u) = recorded.as_ref().and_then(|r| r["vcpu_pack_util"].as_u64()) {
         let caps = &spec.platform.capacities;
-        if spec.platform.vcpu_pack_util.is_none()
-            && kernel == Model::Fair(Flavour::Eevdf)
-            && caps.iter().all(|&c| c == caps[0])
-        {
+        let ignored = if spec.platform.vcpu_pack_util.is_some() {
+            None
+        } else if u > 1024 {
+            Some(format!("{u} is over 1024"))
+        } else if kernel != Model::Fair(Flavour::Eevdf) {
+            Some(format!("the {kernel} model has no such rule"))
+        } else if caps.iter().any(|&c| c != caps[0]) {
+            Some("the replay's CPUs differ in capacity".into())
+        } else {
             spec.platform.vcpu_pack_util = Some(u);
             eprintln!(
                 "corral sim: the recorded kernel kept a woken thread beside its busy waker while their utilizations summed under {u} (measured when recorded): replayed so (a platform file's vcpu_pack_util decides instead; 0: as upstream Linux)"
+            );
+            None
+        };
+        if let Some(why) = ignored {
+            eprintln!(
+                "corral sim: the recorded kernel packed wake-ups under {u}; replayed as upstream Linux places them instead ({why})"
             );
         }
     }

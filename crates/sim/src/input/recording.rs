@@ -877,8 +877,9 @@ impl Directive {
             }
             Some("packing") => match words.next().and_then(|w| w.strip_prefix("util=")) {
                 Some("none") => Directive::Packing { util: None },
+                // A utilization: 1024 at most.
                 Some(v) => Directive::Packing {
-                    util: Some(num(v)?.try_into().map_err(|_| bad())?),
+                    util: Some(Some(num(v)?).filter(|&u| u <= 1024).ok_or_else(bad)? as u32),
                 },
                 None => return Err(bad()),
             },
@@ -1524,6 +1525,7 @@ CPU:1 [LOST 7 EVENTS]
         );
         assert!(Directive::parse("# corral packing 717").is_err());
         assert!(Directive::parse("# corral packing util=-1").is_err());
+        assert!(Directive::parse("# corral packing util=1025").is_err());
         assert_eq!(Directive::parse("# tracer: nop"), Ok(None));
         // The start sets t0, the scope (202 is out) and the CPU count;
         // the CPUs follow the thread.

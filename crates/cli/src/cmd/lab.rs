@@ -554,7 +554,7 @@ pub fn real(paths: &HostPaths, args: &RealArgs) -> anyhow::Result<ExitCode> {
         .chain(args.stress.then_some("stress-ng"))
     {
         anyhow::ensure!(
-            on_path(tool),
+            super::findable(tool.as_ref()),
             "{tool} is not installed (Debian: apt-get install {})",
             if tool == "cyclictest" {
                 "rt-tests"
@@ -702,11 +702,6 @@ fn print_goals(r: &corral_lab::real::Report) -> Vec<&'static str> {
     }
     print!("{}", t.render());
     bounds
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
 }
 
 /// `corral lab reaction`: how fast the daemon places and releases threads.

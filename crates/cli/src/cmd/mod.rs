@@ -17,6 +17,22 @@ use crate::args::{Cli, Command, ConfigCommand, LabCommand, Roots};
 use corral_linux::HostPaths;
 use std::process::ExitCode;
 
+/// Whether `program` names an executable file: a path, or a name found
+/// in one of `PATH`'s directories (with no `PATH`, `/bin:/usr/bin`, as
+/// `execvp` searches).
+fn findable(program: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.as_bytes().contains(&b'/') {
+        return runnable(std::path::Path::new(program));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    std::env::split_paths(&path).any(|dir| runnable(&dir.join(program)))
+}
+
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = host_paths(&cli.roots);

@@ -61,7 +61,7 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(program) = args.command.first() {
         ensure!(
-            findable(program),
+            super::findable(program),
             "cannot run {}: no such program, or not executable{}",
             program.to_string_lossy(),
             if program.to_string_lossy().contains('/') {
@@ -94,6 +94,11 @@ pub fn run(paths: &HostPaths, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     }
     // Before the trace and the command: the probe loads both CPUs.
     let packing = packing(paths, args);
+    // Interrupted while probing: the command is not started.
+    ensure!(
+        !stop.load(Ordering::Relaxed),
+        "interrupted before the recording began; nothing recorded"
+    );
     // The recorder's own cost leaves the probe's out.
     let cpu_before = own_cpu_s();
     let mut inst = Instance::create(&fs, args.buffer_kb, SCHED_EVENTS)
@@ -328,24 +333,6 @@ fn packing(paths: &HostPaths, args: &RecordArgs) -> Option<Option<u32>> {
     }
     super::packing::keep(paths, &p, "corral");
     known(m)
-}
-
-/// Whether `program` names a file to run: a path, or a name found in
-/// one of `PATH`'s directories (as `execvp` searches), executable. With
-/// no `PATH`, spawning decides.
-fn findable(program: &std::ffi::OsStr) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::PermissionsExt;
-    let runnable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.as_bytes().contains(&b'/') {
-        return runnable(std::path::Path::new(program));
-    }
-    match std::env::var_os("PATH") {
-        Some(path) => std::env::split_paths(&path).any(|dir| runnable(&dir.join(program))),
-        None => true,
-    }
 }
 
 /// Whether thread `tid` has exited: no `/proc/TID`, or a zombie (state

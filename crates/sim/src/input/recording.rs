@@ -878,8 +878,11 @@ impl Directive {
             Some("packing") => match words.next().and_then(|w| w.strip_prefix("util=")) {
                 Some("none") => Directive::Packing { util: None },
                 // A utilization: 1024 at most.
-                Some(v) => Directive::Packing {
-                    util: Some(Some(num(v)?).filter(|&u| u <= 1024).ok_or_else(bad)? as u32),
+                Some(v) => match num(v)? {
+                    u @ 0..=1024 => Directive::Packing {
+                        util: Some(u as u32),
+                    },
+                    _ => return Err(bad()),
                 },
                 None => return Err(bad()),
             },

@@ -25,6 +25,14 @@ pub enum Error {
         value: String,
         expected: &'static str,
     },
+    /// A group that could not be removed: tasks kept it busy (`held` says
+    /// which, with their state and name, as `/proc` gave them).
+    #[error("{}: still busy after {secs} s of draining; it holds {held}", path.display())]
+    Busy {
+        path: PathBuf,
+        secs: u64,
+        held: String,
+    },
     /// The process does not exist (or exited while being read).
     #[error("no process with PID {0}")]
     NoSuchProcess(u32),

@@ -1506,7 +1506,6 @@ impl Placer {
         const DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
         let t0 = std::time::Instant::now();
         let (mut moved, mut to_origin) = (0, 0);
-        let mut last = None;
         let mut pass = 0u32;
         while pass < 3 || t0.elapsed() < DEADLINE {
             pass += 1;
@@ -1522,7 +1521,6 @@ impl Placer {
                     return Ok((moved, to_origin))
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    last = Some(e);
                     if pass > 2 {
                         std::thread::sleep(std::time::Duration::from_millis(5));
                     }
@@ -1530,10 +1528,76 @@ impl Placer {
                 Err(e) => return Err(Error::io(dir, e)),
             }
         }
-        Err(Error::io(
-            dir,
-            last.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EBUSY)),
-        ))
+        Err(Error::Busy {
+            path: dir.to_path_buf(),
+            secs: DEADLINE.as_secs(),
+            held: self.holders(dir),
+        })
+    }
+
+    /// What keeps `dir` busy, for the error that gives up on it: its
+    /// first tasks with their state and name from `/proc`, and any child
+    /// group (a group with children cannot be removed either).
+    fn holders(&self, dir: &Path) -> String {
+        let list = ["tasks", "cgroup.threads"]
+            .iter()
+            .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+            .unwrap_or_default();
+        let tids: Vec<&str> = list.split_whitespace().collect();
+        let mut parts: Vec<String> = tids
+            .iter()
+            .take(8)
+            .map(|tid| {
+                // `/proc/TID/stat`: "TID (comm) S ..."; comm may hold ") ".
+                let stat =
+                    std::fs::read_to_string(self.procfs.join(tid).join("stat")).unwrap_or_default();
+                let comm = stat
+                    .find('(')
+                    .zip(stat.rfind(')'))
+                    .map(|(a, b)| &stat[a + 1..b])
+                    .unwrap_or("?");
+                // After the comm: state, then (7 fields on) the flags.
+                let rest: Vec<&str> = stat
+                    .rfind(')')
+                    .map(|b| stat[b + 1..].split_whitespace().collect())
+                    .unwrap_or_default();
+                let state = rest.first().copied().unwrap_or("gone");
+                let flags = rest
+                    .get(6)
+                    .and_then(|f| f.parse::<u64>().ok())
+                    .map(|f| format!(", flags {f:#x}"))
+                    .unwrap_or_default();
+                let groups = std::fs::read_to_string(self.procfs.join(tid).join("cgroup"))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|l| {
+                        l.contains(":cpu,")
+                            || l.contains(":cpu:")
+                            || l.contains(":cpuset:")
+                            || l.contains(",cpu:")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                format!("{tid} ({comm}, {state}{flags}; {groups})")
+            })
+            .collect();
+        if tids.len() > 8 {
+            parts.push(format!("and {} more", tids.len() - 8));
+        }
+        if tids.is_empty() {
+            parts.push("no task".into());
+        }
+        let children = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .count()
+            })
+            .unwrap_or(0);
+        if children > 0 {
+            parts.push(format!("{children} child group(s)"));
+        }
+        parts.join(", ")
     }
 
     /// Where the thread is now, from `/proc/PID/task/TID/cgroup`.

@@ -585,3 +585,138 @@ fn privileged_kill9_is_undone_by_the_next_start_and_by_restore() {
     assert!(log.contains("SIGHUP"), "{log}");
     assert_eq!(w.placement(), before, "after SIGHUP:\n{log}");
 }
+
+/// A program started in a shell corral manages may make itself real-time
+/// (cgroup v1 with real-time group scheduling: a group without real-time
+/// time refuses `sched_setscheduler`, EPERM — cyclictest stopped with
+/// "Unable to change scheduling policy!"). corral's groups have a little;
+/// the daemon then sends the real-time thread, born in the shell's group
+/// and never placed, out of its cpu groups to where the shell came from,
+/// leaving its cpuset (and so its affinity) alone.
+#[test]
+fn privileged_a_program_in_a_managed_shell_may_turn_real_time() {
+    let _serial = serial();
+    let test = "privileged_a_program_in_a_managed_shell_may_turn_real_time";
+    let Some(mounts) = v1_mounts(test) else {
+        return;
+    };
+    if !mounts.0.join("cpu.rt_runtime_us").exists() {
+        eprintln!("SKIP {test}: no real-time group scheduling (cpu.rt_runtime_us)");
+        return;
+    }
+    if Command::new("chrt").arg("--version").output().is_err() {
+        eprintln!("SKIP {test}: chrt (util-linux) is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (socket, go) = (tmp.path().join("sock"), tmp.path().join("go"));
+    let name = format!("corral-test-{}-rt", std::process::id());
+    // The shell waits until corral has placed it, then starts a program
+    // that makes itself SCHED_FIFO (chrt sets its own policy, then execs)
+    // and says its PID once it is.
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done\n\
+         chrt -f 10 sh -c 'echo $$; exec sleep 30'",
+        go.display()
+    );
+    let mut shell = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let shell_pid = shell.id();
+    let mut daemon = Command::new(BIN)
+        .args(["run", "--interval", "100", "--group-name", &name])
+        .args(["--scope-pid", &shell_pid.to_string()])
+        .arg("--state-dir")
+        .arg(tmp.path())
+        .arg("--socket")
+        .arg(&socket)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let cgroup_of = |pid: u32, key: &str| -> String {
+        std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.contains(key))
+            .and_then(|l| l.splitn(3, ':').nth(2))
+            .unwrap_or("")
+            .to_string()
+    };
+    let inside = |path: &str| path.starts_with(&format!("/{name}/"));
+    let home = cgroup_of(shell_pid, ":cpu:");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !inside(&cgroup_of(shell_pid, ":cpu:")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let placed = cgroup_of(shell_pid, ":cpu:");
+    let mut rt_pid = None;
+    let mut born = (String::new(), String::new());
+    let mut evicted = (String::new(), String::new());
+    let mut policy = u32::MAX;
+    if inside(&placed) {
+        std::fs::write(&go, "").unwrap();
+        use std::io::BufRead;
+        let mut line = String::new();
+        let mut lines = std::io::BufReader::new(shell.stdout.take().unwrap());
+        let _ = lines.read_line(&mut line);
+        rt_pid = line.trim().parse::<u32>().ok();
+        if let Some(pid) = rt_pid {
+            born = (cgroup_of(pid, ":cpu:"), cgroup_of(pid, ":cpuset:"));
+            policy = corral_linux::sched::sched_getattr(pid)
+                .map(|a| a.sched_policy)
+                .unwrap_or(u32::MAX);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                evicted = (cgroup_of(pid, ":cpu:"), cgroup_of(pid, ":cpuset:"));
+                if !inside(&evicted.0) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    if let Some(pid) = rt_pid {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let _ = shell.kill();
+    let shell_out = shell.wait_with_output().unwrap();
+    signal(&daemon, rustix::process::Signal::TERM);
+    let t0 = Instant::now();
+    while daemon.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = daemon.kill();
+    let log = String::from_utf8_lossy(&daemon.wait_with_output().unwrap().stderr).to_string();
+    let left: Vec<bool> = [&mounts.0, &mounts.1]
+        .iter()
+        .map(|m| m.join(&name).exists())
+        .collect();
+    remove_groups(&mounts, &name);
+    assert!(
+        inside(&placed),
+        "corral never placed the shell ({placed:?}):\n{log}"
+    );
+    assert!(
+        rt_pid.is_some(),
+        "the program could not make itself real-time: {}\n{log}",
+        String::from_utf8_lossy(&shell_out.stderr)
+    );
+    assert_eq!(policy, libc::SCHED_FIFO as u32, "not SCHED_FIFO:\n{log}");
+    assert!(
+        inside(&born.0) && inside(&born.1),
+        "born outside corral's groups {born:?}: the test proves nothing:\n{log}"
+    );
+    assert_eq!(
+        evicted.0, home,
+        "the real-time thread is not back in the shell's own cpu group:\n{log}"
+    );
+    assert_eq!(
+        evicted.1, born.1,
+        "its cpuset changed (its affinity with it):\n{log}"
+    );
+    assert!(log.contains("send real-time thread"), "{log}");
+    assert_eq!(left, [false, false], "groups left after SIGTERM:\n{log}");
+}

@@ -848,6 +848,11 @@ pub enum Change {
     Release { tid: u32 },
     /// Remove an empty group.
     RemoveGroup { name: String },
+    /// Send a thread corral does not manage out of corral's cpu groups,
+    /// to where its process came from: a thread that turned real-time
+    /// inside one (born to a member) would run on the group's real-time
+    /// budget there (cgroup v1 with real-time group scheduling).
+    SendHome { tid: u32, pid: u32 },
 }
 
 /// A change in words, as the log and a dry run print it.
@@ -866,6 +871,10 @@ impl std::fmt::Display for Change {
             }
             Change::Release { tid } => write!(f, "put thread {tid} back"),
             Change::RemoveGroup { name } => write!(f, "remove group {name}"),
+            Change::SendHome { tid, pid } => write!(
+                f,
+                "send real-time thread {tid} (process {pid}) out of corral's groups"
+            ),
         }
     }
 }

@@ -88,6 +88,10 @@ pub struct ThreadSample {
     /// them (a thread forked inside a corral cpuset group inherits its
     /// CPUs: not set).
     pub allowed: Option<crate::cpuset::CpuSet>,
+    /// Its cpu cgroup lies in corral's own tree (placed there, or born to
+    /// a thread corral placed).
+    #[serde(default)]
+    pub in_own_group: bool,
 }
 
 impl ThreadSample {
@@ -114,6 +118,7 @@ impl ThreadSample {
             cgroup: None,
             affinity_narrowed: false,
             allowed: None,
+            in_own_group: false,
         }
     }
 }

@@ -34,7 +34,7 @@ use corral_core::sample::{ThreadSample, ThreadStats, Tracker};
 use corral_core::share::effective_share;
 use corral_core::{CpuSet, Topology};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 /// What one step did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -164,6 +164,12 @@ pub struct Daemon<H: Host> {
     /// The last boosts that ended: thread, comm, start and end (host ns),
     /// newest first; at most [`BOOST_LOG`].
     boost_log: VecDeque<(u32, String, u64, u64)>,
+    /// Real-time threads sent out of corral's groups ([`Change::SendHome`]),
+    /// once each while they live.
+    sent_home: BTreeSet<u32>,
+    /// Young threads a fast sample found real-time inside corral's
+    /// groups: sent out by the re-plan it asks for (tid, pid).
+    home_due: Vec<(u32, u32)>,
 }
 
 /// How many ended boosts `status` lists.
@@ -272,6 +278,8 @@ impl<H: Host> Daemon<H> {
             spawners: BTreeMap::new(),
             counters: metrics::Counters::default(),
             boost_log: VecDeque::new(),
+            sent_home: BTreeSet::new(),
+            home_due: Vec::new(),
             young: BTreeMap::new(),
         })
     }
@@ -352,6 +360,8 @@ impl<H: Host> Daemon<H> {
             .filter_map(|k| k.sample.allowed.clone())
             .fold(CpuSet::new(), |acc, c| acc.union(&c));
         self.known = known;
+        let known = &self.known;
+        self.sent_home.retain(|t| known.contains_key(t));
         let now = self.host.now_ns();
         if report.hotplug.is_some() {
             self.hotplug_at = Some(now);
@@ -807,6 +817,21 @@ impl<H: Host> Daemon<H> {
         let mut replan = false;
         let tid = sample.tid;
         let born = self.born(&sample);
+        if !self.young.contains_key(&tid) {
+            return replan;
+        }
+        // Real-time inside corral's groups (born to a member, it made
+        // itself so): out at once, before its first interval there uses
+        // up the group's small real-time budget and stalls it (cyclictest
+        // at 1 kHz beside a 1 s interval: a 416 ms worst case).
+        if !sample.policy.is_fair() && sample.in_own_group {
+            self.young.remove(&tid);
+            if !self.sent_home.contains(&tid) {
+                self.home_due.push((tid, sample.pid));
+                return true;
+            }
+            return replan;
+        }
         let Some(y) = self.young.get_mut(&tid) else {
             return replan;
         };
@@ -978,6 +1003,20 @@ impl<H: Host> Daemon<H> {
         let mut next = self.next_plan();
         report.notes = next.notes.clone();
         let mut changes = plan::diff(&self.applied, &next);
+        // A thread that turned real-time inside corral's groups (born to
+        // a member: corral never places one) goes out of them, once: one
+        // a quick step's fast sample found young, or a full step's.
+        let due = std::mem::take(&mut self.home_due);
+        let found = self
+            .known
+            .iter()
+            .filter(|(_, k)| k.unmanaged == Some(Unmanaged::RealTime) && k.sample.in_own_group)
+            .map(|(&tid, k)| (tid, k.sample.pid));
+        for (tid, pid) in due.into_iter().chain(found) {
+            if !next.placements.contains_key(&tid) && self.sent_home.insert(tid) {
+                changes.push(Change::SendHome { tid, pid });
+            }
+        }
         if !first.is_empty() {
             let own: Vec<String> = first.iter().map(|&t| plan::boost_name(t)).collect();
             let ready = |c: &Change| match c {
@@ -1030,7 +1069,7 @@ impl<H: Host> Daemon<H> {
                     let kind = match change {
                         Change::SetGroup(_) => 0,
                         Change::Move { .. } => 1,
-                        Change::Release { .. } => 2,
+                        Change::Release { .. } | Change::SendHome { .. } => 2,
                         Change::RemoveGroup { .. } => 3,
                     };
                     self.counters.changes[kind] += 1;
@@ -1065,6 +1104,10 @@ impl<H: Host> Daemon<H> {
                             }
                         }
                         Change::Release { .. } => {}
+                        // Tried again at the next step.
+                        Change::SendHome { tid, .. } => {
+                            self.sent_home.remove(tid);
+                        }
                     }
                 }
             }

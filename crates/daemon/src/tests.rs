@@ -44,6 +44,8 @@ struct MockHost {
     born: Vec<(u32, u32)>,
     /// Cgroup paths other than "/".
     cgroups: BTreeMap<u32, String>,
+    /// SCHED_FIFO threads.
+    realtime: Vec<u32>,
 }
 
 impl MockHost {
@@ -62,6 +64,7 @@ impl MockHost {
             tick_ns: 1_000_000_000,
             born: vec![],
             cgroups: BTreeMap::new(),
+            realtime: vec![],
         }
     }
 
@@ -88,6 +91,15 @@ impl MockHost {
                 // Every thread last ran on CPU 3.
                 cpu: 3,
                 cgroup: Some(self.cgroups.get(&tid).map_or("/", |c| c).into()),
+                in_own_group: self
+                    .cgroups
+                    .get(&tid)
+                    .is_some_and(|c| c.starts_with("/corral/")),
+                policy: if self.realtime.contains(&tid) {
+                    corral_core::sample::Policy::Fifo
+                } else {
+                    corral_core::sample::Policy::Other
+                },
                 ..ThreadSample::new(tid, 100)
             });
         }
@@ -670,4 +682,71 @@ fn the_live_loop_steps_on_the_schedule() {
             "step {i} at {at:?}, due at {due:?}: {steps:?}"
         );
     }
+}
+
+/// A thread that turned real-time inside corral's groups (born to a
+/// member) is sent out of them once; one outside them is left alone,
+/// and neither is placed.
+#[test]
+fn a_real_time_thread_inside_corral_s_groups_is_sent_out_once() {
+    let mut d = daemon("0-3", vec![(1, 0.95, 1), (7, 0.01, 1000), (8, 0.01, 1000)]);
+    d.host_mut().realtime = vec![7, 8];
+    d.host_mut().cgroups.insert(7, "/corral/shared".into());
+    let mut sent = vec![];
+    for _ in 0..4 {
+        let r = d.step().unwrap();
+        sent.extend(
+            r.changes
+                .iter()
+                .filter(|c| matches!(c, Change::SendHome { .. }))
+                .cloned(),
+        );
+    }
+    assert_eq!(sent, vec![Change::SendHome { tid: 7, pid: 100 }]);
+    assert!(d.plan().group_of(7).is_none() && d.plan().group_of(8).is_none());
+    assert_eq!(
+        d.plan().dedicated_cpu(1),
+        Some(3),
+        "the rest is planned as ever"
+    );
+    // Back in a group of corral's after it exited and its TID was reused:
+    // a new thread, sent out again.
+    d.host_mut().threads.retain(|t| t.0 != 7);
+    d.step().unwrap();
+    d.host_mut().threads.push((7, 0.01, 1000));
+    let again = d.step().unwrap().changes.clone();
+    assert!(
+        again.contains(&Change::SendHome { tid: 7, pid: 100 }),
+        "{again:?}"
+    );
+}
+
+/// A young thread (the host reported its birth) found real-time inside
+/// corral's groups by a quick step's fast sample is sent out then, not
+/// an interval later.
+#[test]
+fn a_young_real_time_thread_is_sent_out_by_the_quick_step_that_finds_it() {
+    let mut d = daemon("0-3", vec![(1, 0.95, 1)]);
+    d.step().unwrap();
+    d.step().unwrap();
+    d.step().unwrap();
+    let h = d.host_mut();
+    h.threads.push((9, 0.01, 1000));
+    h.realtime.push(9);
+    h.cgroups.insert(9, "/corral/shared".into());
+    h.born.push((9, 100));
+    let r = d.quick_step().unwrap().expect("a re-plan");
+    assert_eq!(
+        r.changes
+            .iter()
+            .filter(|c| matches!(c, Change::SendHome { .. }))
+            .collect::<Vec<_>>(),
+        vec![&Change::SendHome { tid: 9, pid: 100 }]
+    );
+    // The next full step knows it was sent.
+    let r = d.step().unwrap();
+    assert!(!r
+        .changes
+        .iter()
+        .any(|c| matches!(c, Change::SendHome { .. })));
 }

@@ -315,6 +315,7 @@ impl Host for LinuxHost {
                 Ok(())
             }
             Change::Release { tid } => self.placer.release(*tid),
+            Change::SendHome { tid, pid } => self.placer.send_home(*tid, *pid),
             Change::RemoveGroup { name } => {
                 self.placer.remove_group(name)?;
                 self.confine_self(change);

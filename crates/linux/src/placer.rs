@@ -194,6 +194,9 @@ pub struct Placer {
     /// corral's group name under each mount: `corral` or a test's own.
     root_name: String,
     created_root: bool,
+    /// v1 with real-time group scheduling: the real-time runtime (µs a
+    /// period) each new group of corral's asks for ([`rt_budget`]).
+    rt_child_us: Option<u64>,
     groups: BTreeSet<String>,
     /// The slice each group gives its members (ns), when it sets one.
     attrs: HashMap<String, (Option<i32>, Option<u64>)>,
@@ -254,6 +257,7 @@ impl Placer {
             layout,
             root_name: root_name.to_string(),
             created_root: false,
+            rt_child_us: None,
             groups: BTreeSet::new(),
             attrs: HashMap::new(),
             old_attrs: HashMap::new(),
@@ -615,7 +619,13 @@ impl Placer {
         }
         match self.layout.clone() {
             Layout::V1 { cpu, cpuset } => {
-                mkdir(&cpu.join(&self.root_name))?;
+                let croot = cpu.join(&self.root_name);
+                mkdir(&croot)?;
+                // A tenth of the root group's real-time time for corral's
+                // tree, an eighth of that for each of its groups.
+                self.rt_child_us = rt_share(&cpu, &croot, 10)
+                    .and_then(|want| rt_budget(&croot, want))
+                    .map(|got| got / 8);
                 let root = cpuset.join(&self.root_name);
                 mkdir(&root)?;
                 // A v1 cpuset needs CPUs and memory nodes before it takes
@@ -670,16 +680,20 @@ impl Placer {
         }
         match self.layout.clone() {
             Layout::V1 { cpu, cpuset } => {
-                // XXX: with real-time group scheduling (a
-                // `cpu.rt_runtime_us` file), a new group gets no
-                // real-time time (0 µs), so a thread moved here cannot
-                // switch itself to SCHED_FIFO/RR (`__sched_setscheduler`:
-                // EPERM; cyclictest started in a managed shell: "Unable
-                // to change scheduling policy!"). Giving each group some
-                // would take it from the root's budget, which the kernel
-                // splits among all groups (`tg_rt_schedulable`).
+                // With real-time group scheduling a new group gets no
+                // real-time time, and a thread in it cannot switch itself
+                // to SCHED_FIFO/RR (`__sched_setscheduler`: EPERM;
+                // cyclictest started in a managed shell: "Unable to change
+                // scheduling policy!"): each group gets a little
+                // ([`rt_budget`]); the daemon then sends a thread that
+                // turned real-time out of corral's groups
+                // ([`Placer::send_home`]).
                 let cdir = cpu.join(&self.root_name).join(&spec.name);
-                mkdir(&cdir)?;
+                if mkdir(&cdir)? {
+                    if let Some(want) = self.rt_child_us {
+                        rt_budget(&cdir, want);
+                    }
+                }
                 write_if_differs(&cdir.join("cpu.shares"), &spec.shares.to_string())?;
                 let root = cpuset.join(&self.root_name);
                 // After hot-plug v1 drops CPUs from every cpuset and never
@@ -974,6 +988,33 @@ impl Placer {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Sends a thread corral does not manage (one born to a member that
+    /// turned real-time) out of corral's cpu groups, to where its process
+    /// came from ([`Placer::home_of`]), else the root: there it runs on
+    /// that group's real-time time, not on the sliver a group of corral's
+    /// has. v1 only (neither v2 nor the per-thread backend limits a
+    /// group's real-time time). Its cpuset stays: moving a task to
+    /// another cpuset rewrites its affinity, which a real-time program
+    /// may have pinned itself; a group it keeps lingers until it exits
+    /// ([`Placer::remove_group`]).
+    pub fn send_home(&mut self, tid: u32, pid: u32) -> Result<()> {
+        let Layout::V1 { cpu, .. } = self.layout.clone() else {
+            return Ok(());
+        };
+        if self.placed.contains_key(&tid) {
+            // corral's own: put back through the plan (`release`).
+            return Ok(());
+        }
+        let Some(origin) = self.read_origin(pid, tid)? else {
+            return Ok(());
+        };
+        write_task(
+            &self.home_dir(&cpu, &origin.cpu).join("tasks"),
+            &tid.to_string(),
+        )?;
         Ok(())
     }
 
@@ -1780,6 +1821,40 @@ fn mkdir(dir: &Path) -> Result<bool> {
     }
 }
 
+/// `1/part` of the real-time time of the hierarchy's root (`mount`),
+/// in `dir`'s period: `None` without real-time group scheduling (no
+/// `cpu.rt_runtime_us`).
+///
+/// ```text
+/// want = root.rt_runtime_us · dir.rt_period_us / root.rt_period_us / part
+/// ```
+fn rt_share(mount: &Path, dir: &Path, part: u64) -> Option<u64> {
+    let read = |p: PathBuf| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let runtime = read(mount.join("cpu.rt_runtime_us"))?;
+    let period = read(mount.join("cpu.rt_period_us"))?.max(1);
+    let own = read(dir.join("cpu.rt_period_us")).unwrap_or(period);
+    Some(runtime.saturating_mul(own) / period / part.max(1))
+}
+
+/// Gives group `dir` `want` µs of real-time runtime a period, halving
+/// while the kernel refuses (`tg_rt_schedulable`: the groups under a
+/// parent may not hold more than it, EINVAL), down to 1 ms; what it got,
+/// `None` for nothing (a group keeps 0 µs, as the kernel made it).
+fn rt_budget(dir: &Path, want: u64) -> Option<u64> {
+    let file = dir.join("cpu.rt_runtime_us");
+    if !file.exists() {
+        return None;
+    }
+    let mut us = want;
+    while us >= 1000 {
+        if std::fs::write(&file, us.to_string()).is_ok() {
+            return Some(us);
+        }
+        us /= 2;
+    }
+    None
+}
+
 /// Writes a control file in one `write(2)`, as cgroupfs wants.
 fn write(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value).map_err(|e| Error::io(path, e))
@@ -1896,6 +1971,91 @@ mod tests {
         let _ = p.restore_all();
         assert_eq!(read(&cpu.join("apps/tasks")), "11");
         assert_eq!(read(&cpuset.join("tasks")), "11");
+    }
+
+    /// `Placer::send_home`: a thread born inside corral's cpu group goes to
+    /// where its process came from; its cpuset stays.
+    #[test]
+    fn v1_send_home_sends_a_born_inside_thread_home_in_the_cpu_hierarchy_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cpu, cpuset, procfs) = (
+            tmp.path().join("cpu"),
+            tmp.path().join("cpuset"),
+            tmp.path().join("proc"),
+        );
+        for d in [&cpu, &cpuset, &procfs] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(cpuset.join("cpuset.cpus"), "0-3\n").unwrap();
+        std::fs::write(cpuset.join("cpuset.mems"), "0\n").unwrap();
+        std::fs::create_dir_all(cpu.join("apps")).unwrap();
+        fake_task(&procfs, 10, 10, "3:cpuset:/\n1:cpu:/apps\n");
+        let paths = HostPaths {
+            procfs: procfs.clone(),
+            ..Default::default()
+        };
+        let mut p = Placer::new(
+            Layout::V1 {
+                cpu: cpu.clone(),
+                cpuset: cpuset.clone(),
+            },
+            "corral",
+            &paths,
+        );
+        p.set_group(&spec("shared", "0-3", 1024)).unwrap();
+        p.prepare(&[(10, 10)]).unwrap();
+        assert!(p.move_thread(10, 10, "shared").unwrap());
+        // Thread 12, born to 10 inside the group, turned real-time.
+        fake_task(
+            &procfs,
+            10,
+            12,
+            "3:cpuset:/corral/shared\n1:cpu:/corral/shared\n",
+        );
+        std::fs::write(cpuset.join("tasks"), "").unwrap();
+        p.send_home(12, 10).unwrap();
+        assert_eq!(
+            read(&cpu.join("apps/tasks")),
+            "12",
+            "where process 10 came from"
+        );
+        assert_eq!(read(&cpuset.join("tasks")), "", "its cpuset is left alone");
+        // A placed thread is put back through the plan, not here.
+        std::fs::write(cpu.join("apps/tasks"), "").unwrap();
+        p.send_home(10, 10).unwrap();
+        assert_eq!(read(&cpu.join("apps/tasks")), "");
+    }
+
+    /// Real-time time for corral's groups: a share of the root's in the
+    /// group's own period; none without the file or when every write is
+    /// refused.
+    #[test]
+    fn rt_budget_asks_a_share_of_the_root_and_gives_up_below_a_millisecond() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, g) = (tmp.path(), tmp.path().join("corral"));
+        std::fs::create_dir_all(&g).unwrap();
+        assert_eq!(
+            rt_share(root, &g, 10),
+            None,
+            "no real-time group scheduling"
+        );
+        std::fs::write(root.join("cpu.rt_runtime_us"), "950000\n").unwrap();
+        std::fs::write(root.join("cpu.rt_period_us"), "1000000\n").unwrap();
+        assert_eq!(rt_share(root, &g, 10), Some(95_000));
+        std::fs::write(g.join("cpu.rt_period_us"), "500000\n").unwrap();
+        assert_eq!(
+            rt_share(root, &g, 10),
+            Some(47_500),
+            "in the group's period"
+        );
+        assert_eq!(rt_budget(&g, 95_000), None, "no file: nothing written");
+        std::fs::write(g.join("cpu.rt_runtime_us"), "0\n").unwrap();
+        assert_eq!(rt_budget(&g, 95_000), Some(95_000));
+        assert_eq!(read(&g.join("cpu.rt_runtime_us")), "95000");
+        // Every write refused (a directory cannot be written): nothing.
+        let refusing = tmp.path().join("refusing");
+        std::fs::create_dir_all(refusing.join("cpu.rt_runtime_us")).unwrap();
+        assert_eq!(rt_budget(&refusing, 95_000), None);
     }
 
     #[test]

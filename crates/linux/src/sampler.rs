@@ -562,14 +562,15 @@ impl Sampler {
         };
         entry.zombie = is_zombie(state);
         sample.cgroup = read_cpu_cgroup(&dir);
+        sample.in_own_group = sample
+            .cgroup
+            .as_deref()
+            .is_some_and(|c| c.starts_with(&self.own_groups));
         if let Some(allowed) = read_cpus_allowed(&dir)? {
             sample.affinity_narrowed = !self.online.is_subset(&allowed);
             // A thread forked inside one of corral's cpuset groups inherits
             // its CPUs: corral narrowed it, nobody pinned it there.
-            let ours = sample
-                .cgroup
-                .as_deref()
-                .is_some_and(|c| c.starts_with(&self.own_groups));
+            let ours = sample.in_own_group;
             // Per-thread backend: a set corral gave out, held by a thread
             // of a process with a placed thread or of its child, was
             // inherited from a member: corral's to manage, not pinning.

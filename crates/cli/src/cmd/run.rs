@@ -618,7 +618,14 @@ fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
                     .unwrap_or_default(),
                 _ => String::new(),
             };
-            log::debug(&format!("{c}{why}"));
+            if matches!(c, Change::SendHome { .. }) {
+                // Rare, and a move of a thread corral does not manage.
+                log::info(&format!(
+                    "{c}: it turned real-time inside them, where it would run on their small real-time budget"
+                ));
+            } else {
+                log::debug(&format!("{c}{why}"));
+            }
         }
     }
 }

@@ -269,6 +269,7 @@ impl<K: SchedClass> SimHost<K> {
             uid: 0,
             exe: Some("/usr/bin/rt-app".into()),
             cgroup: Some(Arc::from(seen_cgroup(self.m.task_cgroup(t)))),
+            in_own_group: self.m.task_cgroup(t).starts_with(&format!("{ROOT}/")),
             affinity_narrowed: narrowed,
             allowed: narrowed.then(|| {
                 self.m
@@ -411,6 +412,10 @@ impl<K: SchedClass> Host for SimHost<K> {
                 }
                 self.groups.remove(name);
             }
+            // XXX: the simulator has no real-time group scheduling (no
+            // group's real-time budget), so where a real-time task's cpu
+            // cgroup is changes nothing it models: left where it is.
+            Change::SendHome { .. } => {}
         }
         self.log.push((now, change.clone()));
         Ok(())

@@ -591,8 +591,10 @@ fn privileged_kill9_is_undone_by_the_next_start_and_by_restore() {
 /// time refuses `sched_setscheduler`, EPERM — cyclictest stopped with
 /// "Unable to change scheduling policy!"). corral's groups have a little;
 /// the daemon then sends the real-time thread, born in the shell's group
-/// and never placed, out of its cpu groups to where the shell came from,
-/// leaving its cpuset (and so its affinity) alone.
+/// and never placed, out of its cpu groups. The shell's own group has no
+/// real-time time either (as a systemd slice on v1), so the kernel
+/// refuses it there (EINVAL) and the thread goes to the nearest group
+/// that takes it, the root; its cpuset, inherited, goes home too.
 #[test]
 fn privileged_a_program_in_a_managed_shell_may_turn_real_time() {
     let _serial = serial();
@@ -608,9 +610,35 @@ fn privileged_a_program_in_a_managed_shell_may_turn_real_time() {
         eprintln!("SKIP {test}: chrt (util-linux) is not installed");
         return;
     }
+    /// Ends what the test started and removes its groups, however it ends.
+    struct Cleanup {
+        pids: Vec<i32>,
+        mounts: (PathBuf, PathBuf),
+        groups: Vec<String>,
+    }
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            for &p in &self.pids {
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            for g in &self.groups {
+                remove_groups(&self.mounts, g);
+                let _ = std::fs::remove_dir(self.mounts.0.join(g));
+            }
+        }
+    }
     let tmp = tempfile::tempdir().unwrap();
     let (socket, go) = (tmp.path().join("sock"), tmp.path().join("go"));
     let name = format!("corral-test-{}-rt", std::process::id());
+    // The shell's own cpu group: no real-time time, as the kernel makes it.
+    let home = format!("corral-test-{}-rthome", std::process::id());
+    std::fs::create_dir(mounts.0.join(&home)).unwrap();
+    let mut cleanup = Cleanup {
+        pids: vec![],
+        mounts: mounts.clone(),
+        groups: vec![name.clone(), home.clone()],
+    };
     // The shell waits until corral has placed it, then starts a program
     // that makes itself SCHED_FIFO (chrt sets its own policy, then execs)
     // and says its PID once it is.
@@ -626,6 +654,8 @@ fn privileged_a_program_in_a_managed_shell_may_turn_real_time() {
         .spawn()
         .unwrap();
     let shell_pid = shell.id();
+    cleanup.pids.push(shell_pid as i32);
+    std::fs::write(mounts.0.join(&home).join("tasks"), shell_pid.to_string()).unwrap();
     let mut daemon = Command::new(BIN)
         .args(["run", "--interval", "100", "--group-name", &name])
         .args(["--scope-pid", &shell_pid.to_string()])
@@ -636,25 +666,30 @@ fn privileged_a_program_in_a_managed_shell_may_turn_real_time() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let cgroup_of = |pid: u32, key: &str| -> String {
+    cleanup.pids.push(daemon.id() as i32);
+    // The task's path in the hierarchy carrying `controller`.
+    let cgroup_of = |pid: u32, controller: &str| -> String {
         std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
             .unwrap_or_default()
             .lines()
-            .find(|l| l.contains(key))
-            .and_then(|l| l.splitn(3, ':').nth(2))
-            .unwrap_or("")
-            .to_string()
+            .find_map(|l| {
+                let mut f = l.splitn(3, ':');
+                let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
+                ctrl.split(',')
+                    .any(|c| c == controller)
+                    .then(|| path.to_string())
+            })
+            .unwrap_or_default()
     };
     let inside = |path: &str| path.starts_with(&format!("/{name}/"));
-    let home = cgroup_of(shell_pid, ":cpu:");
+    let shell_cpuset = cgroup_of(shell_pid, "cpuset");
     let deadline = Instant::now() + Duration::from_secs(15);
-    while !inside(&cgroup_of(shell_pid, ":cpu:")) && Instant::now() < deadline {
+    while !inside(&cgroup_of(shell_pid, "cpu")) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let placed = cgroup_of(shell_pid, ":cpu:");
+    let placed = cgroup_of(shell_pid, "cpu");
     let mut rt_pid = None;
-    let mut born = (String::new(), String::new());
-    let mut evicted = (String::new(), String::new());
+    let mut sent = (String::new(), String::new());
     let mut policy = u32::MAX;
     if inside(&placed) {
         std::fs::write(&go, "").unwrap();
@@ -664,25 +699,22 @@ fn privileged_a_program_in_a_managed_shell_may_turn_real_time() {
         let _ = lines.read_line(&mut line);
         rt_pid = line.trim().parse::<u32>().ok();
         if let Some(pid) = rt_pid {
-            born = (cgroup_of(pid, ":cpu:"), cgroup_of(pid, ":cpuset:"));
+            cleanup.pids.push(pid as i32);
             policy = corral_linux::sched::sched_getattr(pid)
                 .map(|a| a.sched_policy)
                 .unwrap_or(u32::MAX);
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
-                evicted = (cgroup_of(pid, ":cpu:"), cgroup_of(pid, ":cpuset:"));
-                if !inside(&evicted.0) {
+                sent = (cgroup_of(pid, "cpu"), cgroup_of(pid, "cpuset"));
+                if !inside(&sent.0) && !inside(&sent.1) {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
     }
-    if let Some(pid) = rt_pid {
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    }
-    let _ = shell.kill();
-    let shell_out = shell.wait_with_output().unwrap();
+    // corral stops while the program runs (its thread left corral's
+    // groups; SIGTERM must still remove them all).
     signal(&daemon, rustix::process::Signal::TERM);
     let t0 = Instant::now();
     while daemon.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(15) {
@@ -694,29 +726,36 @@ fn privileged_a_program_in_a_managed_shell_may_turn_real_time() {
         .iter()
         .map(|m| m.join(&name).exists())
         .collect();
-    remove_groups(&mounts, &name);
+    if let Some(pid) = rt_pid {
+        // (It holds the shell's output open.)
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let _ = shell.kill();
+    let shell_out = shell.wait_with_output().unwrap();
+    drop(cleanup);
     assert!(
         inside(&placed),
         "corral never placed the shell ({placed:?}):\n{log}"
     );
-    assert!(
-        rt_pid.is_some(),
-        "the program could not make itself real-time: {}\n{log}",
-        String::from_utf8_lossy(&shell_out.stderr)
-    );
+    let Some(rt_pid) = rt_pid else {
+        panic!(
+            "the program could not make itself real-time: {}\n{log}",
+            String::from_utf8_lossy(&shell_out.stderr)
+        );
+    };
     assert_eq!(policy, libc::SCHED_FIFO as u32, "not SCHED_FIFO:\n{log}");
+    // The log says it was found inside corral's groups.
     assert!(
-        inside(&born.0) && inside(&born.1),
-        "born outside corral's groups {born:?}: the test proves nothing:\n{log}"
+        log.contains(&format!("send real-time thread {rt_pid} ")),
+        "not sent out:\n{log}"
     );
     assert_eq!(
-        evicted.0, home,
-        "the real-time thread is not back in the shell's own cpu group:\n{log}"
+        sent.0, "/",
+        "the real-time thread is not in the root cpu group (its home, /{home}, takes no real-time task):\n{log}"
     );
     assert_eq!(
-        evicted.1, born.1,
-        "its cpuset changed (its affinity with it):\n{log}"
+        sent.1, shell_cpuset,
+        "its inherited cpuset did not go home:\n{log}"
     );
-    assert!(log.contains("send real-time thread"), "{log}");
     assert_eq!(left, [false, false], "groups left after SIGTERM:\n{log}");
 }

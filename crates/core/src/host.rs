@@ -78,6 +78,13 @@ pub trait Host {
         Ok(())
     }
 
+    /// Whether the host's groups limit a thread's real-time time (cgroup
+    /// v1 with real-time group scheduling): then the daemon sends a
+    /// real-time thread it finds inside them out ([`crate::plan::Change::SendHome`]).
+    fn limits_real_time(&self) -> bool {
+        false
+    }
+
     /// Puts every thread back where it was and removes every group.
     fn restore(&mut self) -> Result<(), Self::Error>;
 

@@ -747,6 +747,7 @@ impl<H: Host> Daemon<H> {
         }
         for tid in events.exited {
             self.young.remove(&tid);
+            self.sent_home.remove(&tid);
             self.end_boost(tid);
             if self.known.remove(&tid).is_some() {
                 self.classifier.retain(|t| t != tid);
@@ -824,7 +825,7 @@ impl<H: Host> Daemon<H> {
         // itself so): out at once, before its first interval there uses
         // up the group's small real-time budget and stalls it (cyclictest
         // at 1 kHz beside a 1 s interval: a 416 ms worst case).
-        if !sample.policy.is_fair() && sample.in_own_group {
+        if !sample.policy.is_fair() && sample.in_own_group && self.host.limits_real_time() {
             self.young.remove(&tid);
             if !self.sent_home.contains(&tid) {
                 self.home_due.push((tid, sample.pid));
@@ -1006,14 +1007,21 @@ impl<H: Host> Daemon<H> {
         // A thread that turned real-time inside corral's groups (born to
         // a member: corral never places one) goes out of them, once: one
         // a quick step's fast sample found young, or a full step's.
+        // (One corral placed is put back by the plan.)
         let due = std::mem::take(&mut self.home_due);
+        let limits = self.host.limits_real_time();
         let found = self
             .known
             .iter()
-            .filter(|(_, k)| k.unmanaged == Some(Unmanaged::RealTime) && k.sample.in_own_group)
+            .filter(|(_, k)| {
+                limits && k.unmanaged == Some(Unmanaged::RealTime) && k.sample.in_own_group
+            })
             .map(|(&tid, k)| (tid, k.sample.pid));
         for (tid, pid) in due.into_iter().chain(found) {
-            if !next.placements.contains_key(&tid) && self.sent_home.insert(tid) {
+            if !next.placements.contains_key(&tid)
+                && !self.applied.placements.contains_key(&tid)
+                && self.sent_home.insert(tid)
+            {
                 changes.push(Change::SendHome { tid, pid });
             }
         }

@@ -174,6 +174,9 @@ impl Host for MockHost {
     fn describe(&self) -> String {
         "mock".into()
     }
+    fn limits_real_time(&self) -> bool {
+        !self.realtime.is_empty()
+    }
 }
 
 fn daemon(online: &str, threads: Vec<(u32, f64, u64)>) -> Daemon<MockHost> {
@@ -708,6 +711,17 @@ fn a_real_time_thread_inside_corral_s_groups_is_sent_out_once() {
         d.plan().dedicated_cpu(1),
         Some(3),
         "the rest is planned as ever"
+    );
+    // A thread corral placed that turns real-time is put back by the plan
+    // (released), not sent home as well.
+    let h = d.host_mut();
+    h.realtime.push(1);
+    h.cgroups.insert(1, "/corral/dedicated-cpu3".into());
+    let r = d.step().unwrap().changes.clone();
+    assert!(r.contains(&Change::Release { tid: 1 }), "{r:?}");
+    assert!(
+        !r.iter().any(|c| matches!(c, Change::SendHome { .. })),
+        "{r:?}"
     );
     // Back in a group of corral's after it exited and its TID was reused:
     // a new thread, sent out again.

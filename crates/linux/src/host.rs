@@ -325,6 +325,10 @@ impl Host for LinuxHost {
         }
     }
 
+    fn limits_real_time(&self) -> bool {
+        self.placer.limits_real_time()
+    }
+
     fn prepare(&mut self, changes: &[Change]) -> Result<()> {
         if self.dry_run {
             return Ok(());

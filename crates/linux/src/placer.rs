@@ -622,10 +622,16 @@ impl Placer {
                 let croot = cpu.join(&self.root_name);
                 mkdir(&croot)?;
                 // A tenth of the root group's real-time time for corral's
-                // tree, an eighth of that for each of its groups.
+                // tree; for each of its groups, that over as many groups
+                // as a plan makes (a dedicated one per CPU, the shared,
+                // latency and medium ones) and a few boosts' (8).
+                let ncpus = std::fs::read_to_string(cpuset.join("cpuset.cpus"))
+                    .ok()
+                    .and_then(|c| c.trim().parse::<CpuSet>().ok())
+                    .map_or(1, |c| c.len() as u64);
                 self.rt_child_us = rt_share(&cpu, &croot, 10)
                     .and_then(|want| rt_budget(&croot, want))
-                    .map(|got| got / 8);
+                    .map(|got| got / (ncpus + 3 + 8));
                 let root = cpuset.join(&self.root_name);
                 mkdir(&root)?;
                 // A v1 cpuset needs CPUs and memory nodes before it takes
@@ -995,27 +1001,62 @@ impl Placer {
     /// turned real-time) out of corral's cpu groups, to where its process
     /// came from ([`Placer::home_of`]), else the root: there it runs on
     /// that group's real-time time, not on the sliver a group of corral's
-    /// has. v1 only (neither v2 nor the per-thread backend limits a
-    /// group's real-time time). Its cpuset stays: moving a task to
-    /// another cpuset rewrites its affinity, which a real-time program
-    /// may have pinned itself; a group it keeps lingers until it exits
+    /// has. v1 only ([`Placer::limits_real_time`]). Its cpuset follows
+    /// when its affinity is still the one it inherited there (corral's
+    /// CPUs, not the program's choice); a thread that narrowed its own
+    /// affinity keeps the cpuset, since moving a task to another cpuset
+    /// rewrites its affinity, and the group lingers until it exits
     /// ([`Placer::remove_group`]).
     pub fn send_home(&mut self, tid: u32, pid: u32) -> Result<()> {
-        let Layout::V1 { cpu, .. } = self.layout.clone() else {
+        let Layout::V1 { cpu, cpuset } = self.layout.clone() else {
             return Ok(());
         };
         if self.placed.contains_key(&tid) {
             // corral's own: put back through the plan (`release`).
             return Ok(());
         }
+        let dir = self
+            .procfs
+            .join(pid.to_string())
+            .join("task")
+            .join(tid.to_string());
+        let now = std::fs::read_to_string(dir.join("cgroup")).unwrap_or_default();
         let Some(origin) = self.read_origin(pid, tid)? else {
             return Ok(());
         };
-        write_task(
-            &self.home_dir(&cpu, &origin.cpu).join("tasks"),
-            &tid.to_string(),
-        )?;
+        let id = tid.to_string();
+        write_task_up(&cpu, &self.home_dir(&cpu, &origin.cpu), &id)?;
+        let in_cpuset = now.lines().find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
+            ctrl.split(',')
+                .any(|c| c == "cpuset")
+                .then(|| path.to_string())
+        });
+        if let (Some(group), Some(home)) = (in_cpuset.filter(|p| self.ours(p)), &origin.cpuset) {
+            let cpus = std::fs::read_to_string(
+                cpuset
+                    .join(group.trim_start_matches('/'))
+                    .join("cpuset.cpus"),
+            )
+            .ok()
+            .and_then(|c| c.trim().parse::<CpuSet>().ok());
+            let own = crate::sampler::read_cpus_allowed(&dir).ok().flatten();
+            if cpus.is_some() && cpus == own {
+                write_task_up(&cpuset, &self.home_dir(&cpuset, home), &id)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Whether corral's groups limit a thread's real-time time (v1 with
+    /// real-time group scheduling, where each has only a little): then a
+    /// real-time thread found inside is sent out ([`Placer::send_home`]).
+    pub fn limits_real_time(&self) -> bool {
+        match &self.layout {
+            Layout::V1 { cpu, .. } => cpu.join("cpu.rt_runtime_us").exists(),
+            _ => false,
+        }
     }
 
     /// threads: the first recorded thread of a process gives the process
@@ -1288,9 +1329,9 @@ impl Placer {
 
     fn put_back_v1(&self, cpu: &Path, cpuset: &Path, tid: u32, origin: &Origin) -> Result<()> {
         let id = tid.to_string();
-        write_task(&self.home_dir(cpu, &origin.cpu).join("tasks"), &id)?;
+        write_task_up(cpu, &self.home_dir(cpu, &origin.cpu), &id)?;
         if let Some(path) = &origin.cpuset {
-            write_task(&self.home_dir(cpuset, path).join("tasks"), &id)?;
+            write_task_up(cpuset, &self.home_dir(cpuset, path), &id)?;
         }
         Ok(())
     }
@@ -1484,10 +1525,7 @@ impl Placer {
                     // Never back into corral's tree (a record an older
                     // build wrote may say so): that group is going away.
                     let path = if self.ours(&path) { "/".into() } else { path };
-                    if write_task(
-                        &existing_or_root(mount, &path).join("tasks"),
-                        &tid.to_string(),
-                    )? {
+                    if write_task_up(mount, &existing_or_root(mount, &path), &tid.to_string())? {
                         moved += 1;
                         to_origin += origin.is_some() as usize;
                     }
@@ -1821,6 +1859,26 @@ fn mkdir(dir: &Path) -> Result<bool> {
     }
 }
 
+/// [`write_task`] into `dir`'s `tasks`, else into the nearest ancestor
+/// up to `mount` that takes it: a cpu group without real-time time
+/// refuses a real-time task (`sched_rt_can_attach`: EINVAL), as a
+/// systemd slice on v1 does; the root always takes it.
+fn write_task_up(mount: &Path, dir: &Path, id: &str) -> Result<bool> {
+    let mut at = dir.to_path_buf();
+    loop {
+        match write_task(&at.join("tasks"), id) {
+            Err(Error::Io { ref error, .. })
+                if error.raw_os_error() == Some(libc::EINVAL)
+                    && at != mount
+                    && at.starts_with(mount) =>
+            {
+                at.pop();
+            }
+            other => return other,
+        }
+    }
+}
+
 /// `1/part` of the real-time time of the hierarchy's root (`mount`),
 /// in `dir`'s period: `None` without real-time group scheduling (no
 /// `cpu.rt_runtime_us`).
@@ -1838,15 +1896,16 @@ fn rt_share(mount: &Path, dir: &Path, part: u64) -> Option<u64> {
 
 /// Gives group `dir` `want` µs of real-time runtime a period, halving
 /// while the kernel refuses (`tg_rt_schedulable`: the groups under a
-/// parent may not hold more than it, EINVAL), down to 1 ms; what it got,
-/// `None` for nothing (a group keeps 0 µs, as the kernel made it).
+/// parent may not hold more than it, EINVAL), down to 100 µs; what it
+/// got, `None` for nothing (a group keeps 0 µs, as the kernel made it,
+/// and a thread in it cannot make itself real-time).
 fn rt_budget(dir: &Path, want: u64) -> Option<u64> {
     let file = dir.join("cpu.rt_runtime_us");
     if !file.exists() {
         return None;
     }
     let mut us = want;
-    while us >= 1000 {
+    while us >= 100 {
         if std::fs::write(&file, us.to_string()).is_ok() {
             return Some(us);
         }
@@ -1974,9 +2033,10 @@ mod tests {
     }
 
     /// `Placer::send_home`: a thread born inside corral's cpu group goes to
-    /// where its process came from; its cpuset stays.
+    /// where its process came from; its cpuset follows unless it narrowed
+    /// its own affinity.
     #[test]
-    fn v1_send_home_sends_a_born_inside_thread_home_in_the_cpu_hierarchy_only() {
+    fn v1_send_home_moves_the_cpu_group_and_an_inherited_cpuset_only() {
         let tmp = tempfile::tempdir().unwrap();
         let (cpu, cpuset, procfs) = (
             tmp.path().join("cpu"),
@@ -2002,16 +2062,24 @@ mod tests {
             "corral",
             &paths,
         );
+        assert!(!p.limits_real_time(), "no cpu.rt_runtime_us");
         p.set_group(&spec("shared", "0-3", 1024)).unwrap();
         p.prepare(&[(10, 10)]).unwrap();
         assert!(p.move_thread(10, 10, "shared").unwrap());
-        // Thread 12, born to 10 inside the group, turned real-time.
-        fake_task(
-            &procfs,
-            10,
-            12,
-            "3:cpuset:/corral/shared\n1:cpu:/corral/shared\n",
-        );
+        // Threads 12 and 13, born to 10 inside the group, turned
+        // real-time; 13 pinned itself to CPU 1.
+        let status = |tid: u32, cpus: &str| {
+            std::fs::write(
+                procfs.join(format!("10/task/{tid}/status")),
+                format!("Name:\tx\nCpus_allowed_list:\t{cpus}\n"),
+            )
+            .unwrap();
+        };
+        let inside = "3:cpuset:/corral/shared\n1:cpu:/corral/shared\n";
+        fake_task(&procfs, 10, 12, inside);
+        status(12, "0-3");
+        fake_task(&procfs, 10, 13, inside);
+        status(13, "1");
         std::fs::write(cpuset.join("tasks"), "").unwrap();
         p.send_home(12, 10).unwrap();
         assert_eq!(
@@ -2019,7 +2087,19 @@ mod tests {
             "12",
             "where process 10 came from"
         );
-        assert_eq!(read(&cpuset.join("tasks")), "", "its cpuset is left alone");
+        assert_eq!(
+            read(&cpuset.join("tasks")),
+            "12",
+            "its inherited cpuset follows"
+        );
+        std::fs::write(cpuset.join("tasks"), "").unwrap();
+        p.send_home(13, 10).unwrap();
+        assert_eq!(read(&cpu.join("apps/tasks")), "13");
+        assert_eq!(
+            read(&cpuset.join("tasks")),
+            "",
+            "a pinned thread keeps its cpuset"
+        );
         // A placed thread is put back through the plan, not here.
         std::fs::write(cpu.join("apps/tasks"), "").unwrap();
         p.send_home(10, 10).unwrap();
@@ -2051,6 +2131,7 @@ mod tests {
         assert_eq!(rt_budget(&g, 95_000), None, "no file: nothing written");
         std::fs::write(g.join("cpu.rt_runtime_us"), "0\n").unwrap();
         assert_eq!(rt_budget(&g, 95_000), Some(95_000));
+        assert_eq!(rt_budget(&g, 99), None, "below 100 µs: not asked");
         assert_eq!(read(&g.join("cpu.rt_runtime_us")), "95000");
         // Every write refused (a directory cannot be written): nothing.
         let refusing = tmp.path().join("refusing");

@@ -619,10 +619,14 @@ fn log_step(report: &StepReport, daemon: &Daemon<LinuxHost>, dry_run: bool) {
                 _ => String::new(),
             };
             if matches!(c, Change::SendHome { .. }) {
-                // Rare, and a move of a thread corral does not manage.
-                log::info(&format!(
-                    "{c}: it turned real-time inside them, where it would run on their small real-time budget"
-                ));
+                // Rare, and a move of a thread corral does not manage (a
+                // failed one is logged as an error already).
+                let said = c.to_string();
+                if !report.errors.iter().any(|e| e.starts_with(&said)) {
+                    log::info(&format!(
+                        "{said}: it turned real-time inside them, where it would run on their small real-time budget"
+                    ));
+                }
             } else {
                 log::debug(&format!("{c}{why}"));
             }

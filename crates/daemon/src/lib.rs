@@ -1013,9 +1013,8 @@ impl<H: Host> Daemon<H> {
         let found = self
             .known
             .iter()
-            .filter(|(_, k)| {
-                limits && k.unmanaged == Some(Unmanaged::RealTime) && k.sample.in_own_group
-            })
+            .take_while(|_| limits)
+            .filter(|(_, k)| k.unmanaged == Some(Unmanaged::RealTime) && k.sample.in_own_group)
             .map(|(&tid, k)| (tid, k.sample.pid));
         for (tid, pid) in due.into_iter().chain(found) {
             if !next.placements.contains_key(&tid)

@@ -625,9 +625,9 @@ impl Placer {
                 // tree; for each of its groups, that over as many groups
                 // as a plan makes (a dedicated one per CPU, the shared,
                 // latency and medium ones) and a few boosts' (8).
-                let ncpus = std::fs::read_to_string(cpuset.join("cpuset.cpus"))
+                let ncpus = crate::fsutil::read_cpulist_opt(&cpuset.join("cpuset.cpus"))
                     .ok()
-                    .and_then(|c| c.trim().parse::<CpuSet>().ok())
+                    .flatten()
                     .map_or(1, |c| c.len() as u64);
                 self.rt_child_us = rt_share(&cpu, &croot, 10)
                     .and_then(|want| rt_budget(&croot, want))
@@ -1020,27 +1020,23 @@ impl Placer {
             .join(pid.to_string())
             .join("task")
             .join(tid.to_string());
-        let now = std::fs::read_to_string(dir.join("cgroup")).unwrap_or_default();
+        // Its cpuset now, before `read_origin` maps corral's to its home.
+        let in_cpuset = crate::fsutil::read_opt(&dir.join("cgroup"))
+            .ok()
+            .flatten()
+            .and_then(|text| crate::procfs::parse_cgroups(&text, &dir.join("cgroup")).ok())
+            .and_then(|e| e.into_iter().find(|e| e.has_controller("cpuset")))
+            .map(|e| e.path);
         let Some(origin) = self.read_origin(pid, tid)? else {
             return Ok(());
         };
         let id = tid.to_string();
         write_task_up(&cpu, &self.home_dir(&cpu, &origin.cpu), &id)?;
-        let in_cpuset = now.lines().find_map(|l| {
-            let mut f = l.splitn(3, ':');
-            let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
-            ctrl.split(',')
-                .any(|c| c == "cpuset")
-                .then(|| path.to_string())
-        });
         if let (Some(group), Some(home)) = (in_cpuset.filter(|p| self.ours(p)), &origin.cpuset) {
-            let cpus = std::fs::read_to_string(
-                cpuset
-                    .join(group.trim_start_matches('/'))
-                    .join("cpuset.cpus"),
-            )
-            .ok()
-            .and_then(|c| c.trim().parse::<CpuSet>().ok());
+            let file = cpuset
+                .join(group.trim_start_matches('/'))
+                .join("cpuset.cpus");
+            let cpus = crate::fsutil::read_cpulist_opt(&file).ok().flatten();
             let own = crate::sampler::read_cpus_allowed(&dir).ok().flatten();
             if cpus.is_some() && cpus == own {
                 write_task_up(&cpuset, &self.home_dir(&cpuset, home), &id)?;
@@ -1646,15 +1642,14 @@ impl Placer {
                     .and_then(|f| f.parse::<u64>().ok())
                     .map(|f| format!(", flags {f:#x}"))
                     .unwrap_or_default();
-                let groups = std::fs::read_to_string(self.procfs.join(tid).join("cgroup"))
+                let file = self.procfs.join(tid).join("cgroup");
+                let groups = std::fs::read_to_string(&file)
+                    .ok()
+                    .and_then(|text| crate::procfs::parse_cgroups(&text, &file).ok())
                     .unwrap_or_default()
-                    .lines()
-                    .filter(|l| {
-                        l.contains(":cpu,")
-                            || l.contains(":cpu:")
-                            || l.contains(":cpuset:")
-                            || l.contains(",cpu:")
-                    })
+                    .into_iter()
+                    .filter(|e| e.has_controller("cpu") || e.has_controller("cpuset"))
+                    .map(|e| format!("{}:{}", e.controllers.join(","), e.path))
                     .collect::<Vec<_>>()
                     .join(" ");
                 format!("{tid} ({comm}, {state}{flags}; {groups})")
@@ -1887,7 +1882,7 @@ fn write_task_up(mount: &Path, dir: &Path, id: &str) -> Result<bool> {
 /// want = root.rt_runtime_us · dir.rt_period_us / root.rt_period_us / part
 /// ```
 fn rt_share(mount: &Path, dir: &Path, part: u64) -> Option<u64> {
-    let read = |p: PathBuf| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let read = |p: PathBuf| crate::fsutil::read_u64_opt(&p).ok().flatten();
     let runtime = read(mount.join("cpu.rt_runtime_us"))?;
     let period = read(mount.join("cpu.rt_period_us"))?.max(1);
     let own = read(dir.join("cpu.rt_period_us")).unwrap_or(period);
@@ -1989,8 +1984,9 @@ mod tests {
         std::fs::write(dir.join("cgroup"), cgroup).unwrap();
     }
 
-    #[test]
-    fn v1_creates_moves_and_restores() {
+    /// A fake v1 tree: `cpu` (with a group `apps`), `cpuset` (CPUs 0-3,
+    /// node 0) and `proc`, under a temporary directory.
+    fn v1_tree() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
         let (cpu, cpuset, procfs) = (
             tmp.path().join("cpu"),
@@ -2003,19 +1999,30 @@ mod tests {
         std::fs::write(cpuset.join("cpuset.cpus"), "0-3\n").unwrap();
         std::fs::write(cpuset.join("cpuset.mems"), "0\n").unwrap();
         std::fs::create_dir_all(cpu.join("apps")).unwrap();
-        fake_task(&procfs, 10, 11, "3:cpuset:/\n1:cpu:/apps\n0::/\n");
+        (tmp, cpu, cpuset, procfs)
+    }
+
+    /// A v1 placer named `corral` on [`v1_tree`]'s tree.
+    fn v1_placer(tmp: &tempfile::TempDir) -> Placer {
         let paths = HostPaths {
-            procfs: procfs.clone(),
+            procfs: tmp.path().join("proc"),
             ..Default::default()
         };
-        let mut p = Placer::new(
+        Placer::new(
             Layout::V1 {
-                cpu: cpu.clone(),
-                cpuset: cpuset.clone(),
+                cpu: tmp.path().join("cpu"),
+                cpuset: tmp.path().join("cpuset"),
             },
             "corral",
             &paths,
-        );
+        )
+    }
+
+    #[test]
+    fn v1_creates_moves_and_restores() {
+        let (tmp, cpu, cpuset, procfs) = v1_tree();
+        fake_task(&procfs, 10, 11, "3:cpuset:/\n1:cpu:/apps\n0::/\n");
+        let mut p = v1_placer(&tmp);
         p.set_group(&spec("dedicated-cpu3", "3", 1024)).unwrap();
         assert_eq!(read(&cpuset.join("corral/dedicated-cpu3/cpuset.cpus")), "3");
         assert_eq!(read(&cpuset.join("corral/dedicated-cpu3/cpuset.mems")), "0");
@@ -2037,31 +2044,9 @@ mod tests {
     /// its own affinity.
     #[test]
     fn v1_send_home_moves_the_cpu_group_and_an_inherited_cpuset_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (cpu, cpuset, procfs) = (
-            tmp.path().join("cpu"),
-            tmp.path().join("cpuset"),
-            tmp.path().join("proc"),
-        );
-        for d in [&cpu, &cpuset, &procfs] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(cpuset.join("cpuset.cpus"), "0-3\n").unwrap();
-        std::fs::write(cpuset.join("cpuset.mems"), "0\n").unwrap();
-        std::fs::create_dir_all(cpu.join("apps")).unwrap();
+        let (tmp, cpu, cpuset, procfs) = v1_tree();
         fake_task(&procfs, 10, 10, "3:cpuset:/\n1:cpu:/apps\n");
-        let paths = HostPaths {
-            procfs: procfs.clone(),
-            ..Default::default()
-        };
-        let mut p = Placer::new(
-            Layout::V1 {
-                cpu: cpu.clone(),
-                cpuset: cpuset.clone(),
-            },
-            "corral",
-            &paths,
-        );
+        let mut p = v1_placer(&tmp);
         assert!(!p.limits_real_time(), "no cpu.rt_runtime_us");
         p.set_group(&spec("shared", "0-3", 1024)).unwrap();
         p.prepare(&[(10, 10)]).unwrap();

@@ -77,7 +77,9 @@
 //!   `update_curr`); a resched counts from the level where the two meet
 //!   (`find_matching_se`) only, a level below noticing its expired
 //!   protection at the tick; the woken entity
-//!   preempts when `pick_eevdf` would choose it; one with a shorter slice
+//!   preempts when `pick_next_entity` would choose it (a delayed entity
+//!   that pick finds leaves, and it picks again: 6.18.33's "Fix
+//!   wakeup_preempt_fair() vs delayed dequeue"); one with a shorter slice
 //!   than curr is weighed without curr's protection and, if it does not
 //!   win, shrinks that protection to the queue's smallest slice
 //!   (PREEMPT_SHORT, `update_protect_slice`).
@@ -2809,12 +2811,31 @@ impl SchedClass for Fair {
                 let short = self.feat.on(Feature::PreemptShort)
                     && self.entities[we].slice < self.entities[ce].slice;
                 let fork = self.entities[self.tasks[woken].entity].new;
-                if (short || !fork) && self.pick_eevdf(rq, !short) == Some(we) {
-                    if short {
-                        let v = self.entities[ce].vruntime;
-                        self.entities[ce].vprot = v;
+                // `pick_next_entity`, not a bare `pick_eevdf` (6.18.33,
+                // "Fix wakeup_preempt_fair() vs delayed dequeue"): a
+                // delayed entity the pick finds is eligible, so it leaves
+                // now, and the pick is made again while the queue holds
+                // any. (Before, an eligible delayed sleeper with an earlier
+                // deadline hid the woken task until the next tick.)
+                if short || !fork {
+                    loop {
+                        match self.pick_eevdf(rq, !short) {
+                            Some(p) if p == we => {
+                                if short {
+                                    let v = self.entities[ce].vruntime;
+                                    self.entities[ce].vprot = v;
+                                }
+                                return true;
+                            }
+                            Some(p) if self.entities[p].delayed => {
+                                self.finish_delayed(p);
+                                if self.rqs[rq].nr_queued == 0 {
+                                    break;
+                                }
+                            }
+                            _ => break,
+                        }
                     }
-                    return true;
                 }
                 if self.feat.on(Feature::RunToParity) && (short || !fork) {
                     let cap = self.entities[ce].vruntime + self.delta_fair(self.min_slice(rq), ce);
@@ -3261,6 +3282,44 @@ mod tests {
         let rq = f.groups[0].rqs[0];
         f.update_entity_lag(rq, et);
         assert_eq!(f.entities[et].vlag, -4_700_000);
+    }
+
+    /// `wakeup_preempt_fair` picks with `pick_next_entity` (6.18.33): a
+    /// delayed sleeper that the pick finds is eligible, so it leaves, and
+    /// the pick is made again. A bare `pick_eevdf` returned the sleeper
+    /// (eligible, earlier deadline), and the woken task waited for the
+    /// tick: mp3-short's AudioTrack behind a delayed AudioTick.
+    #[test]
+    fn a_wake_up_check_drops_the_delayed_sleeper_its_pick_finds() {
+        let mut f = Fair::eevdf(1);
+        let rq = f.groups[0].rqs[0];
+        // Tasks 1 and 2 run once and sleep alone (lag 0, no longer new).
+        for (t, at) in [(1, 0), (2, 50_000)] {
+            f.enqueue(0, t, true, at);
+            assert_eq!(f.pick_next(0, at), Some(t));
+            f.dequeue(0, t, true, at + 50_000);
+        }
+        // Task 0 runs 0.4 ms beside task 1 and sleeps ahead of V: delayed.
+        f.enqueue(0, 0, true, 100_000);
+        assert_eq!(f.pick_next(0, 100_000), Some(0));
+        f.enqueue(0, 1, true, 100_000);
+        assert!(!f.check_preempt_wakeup(0, 1, 100_000));
+        f.dequeue(0, 0, true, 500_000);
+        let (e0, e1, e2) = (f.tasks[0].entity, f.tasks[1].entity, f.tasks[2].entity);
+        assert!(f.entities[e0].delayed);
+        assert_eq!(f.pick_next(0, 500_000), Some(1));
+        // Task 1 runs past task 0 within its slice (0.7 ms on one CPU):
+        // curr is protected but not eligible; the sleeper is eligible.
+        f.update_curr(0, 1_000_000);
+        assert!(!f.eligible(rq, e1) && f.eligible(rq, e0));
+        assert!(f.protect_slice(e1));
+        // Task 2 wakes at lag 0 (deadline V + a slice, after task 0's):
+        // the sleeper leaves, and task 2 is the pick.
+        f.enqueue(0, 2, true, 1_000_000);
+        assert!(f.entities[e0].deadline < f.entities[e2].deadline);
+        assert!(f.check_preempt_wakeup(0, 2, 1_000_000));
+        assert!(!f.entities[e0].on_rq && !f.entities[e0].delayed);
+        assert_eq!((f.rqs[rq].nr_queued, f.nr_running(0)), (2, 2));
     }
 
     #[test]

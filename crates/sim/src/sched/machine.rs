@@ -1072,7 +1072,10 @@ impl<K: SchedClass> Machine<K> {
         match self.k.curr(cpu) {
             None => self.q.after(0, Ev::Schedule(ev_id(cpu))),
             Some(_) => {
-                if self.k.check_preempt_wakeup(cpu, t, now) {
+                let preempts = self.k.check_preempt_wakeup(cpu, t, now);
+                // (Its pick may have let a delayed sleeper leave.)
+                self.rq_sync(cpu);
+                if preempts {
                     self.q.after(0, Ev::Preempt(ev_id(cpu)));
                 }
             }
@@ -1515,6 +1518,8 @@ impl<K: SchedClass> Machine<K> {
             }
             Some(c) => {
                 let preempts = self.k.check_preempt_wakeup(cpu, t, now);
+                // (Its pick may have let a delayed sleeper leave.)
+                self.rq_sync(cpu);
                 if preempts {
                     match by {
                         Waker::Timer if self.platform.costs.timer_preempt > 0 => {

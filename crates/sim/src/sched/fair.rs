@@ -2814,8 +2814,7 @@ impl SchedClass for Fair {
                 // `pick_next_entity`, not a bare `pick_eevdf` (6.18.33,
                 // "Fix wakeup_preempt_fair() vs delayed dequeue"): a
                 // delayed entity the pick finds is eligible, so it leaves
-                // now, and the pick is made again while the queue holds
-                // any. (Before, an eligible delayed sleeper with an earlier
+                // now, and the pick is made again. (Before, an eligible delayed sleeper with an earlier
                 // deadline hid the woken task until the next tick.)
                 if short || !fork {
                     loop {
@@ -2827,12 +2826,9 @@ impl SchedClass for Fair {
                                 }
                                 return true;
                             }
-                            Some(p) if self.entities[p].delayed => {
-                                self.finish_delayed(p);
-                                if self.rqs[rq].nr_queued == 0 {
-                                    break;
-                                }
-                            }
+                            // (curr and the woken entity stay queued, so
+                            // the kernel's "while `nr_queued`" always holds.)
+                            Some(p) if self.entities[p].delayed => self.finish_delayed(p),
                             _ => break,
                         }
                     }

@@ -52,9 +52,9 @@
 //! sums are added as they are (the kernel first aligns its
 //! `period_contrib` with the `cfs_rq`'s and rebuilds them from the
 //! averages); a delayed-dequeue task counts off the run queue in its own
-//! average (the kernel keeps it in `load_sum` until it leaves); a new task
-//! starts at zero instead of `post_init_entity_util_avg`'s share of its
-//! CPU's spare capacity.
+//! average (the kernel keeps it in `load_sum` until it leaves); a new
+//! task's `post_init_entity_util_avg` share is taken from the root
+//! `cfs_rq` ([`Pelt::init_new`]).
 
 use crate::engine::Ns;
 
@@ -323,6 +323,8 @@ pub struct Pelt {
     rqs: Vec<RqAvg>,
     /// Where each queued task's enqueue added to `util_est`, and how much.
     queued_est: Vec<Option<(usize, u32)>>,
+    /// Whether each task has woken once (its first is `wake_up_new_task`).
+    woken: Vec<bool>,
 }
 
 /// A CPU's root `cfs_rq->avg`, and the queue's state since its last
@@ -357,6 +359,7 @@ impl Pelt {
             capacities: capacities.iter().map(|&c| c as u64).collect(),
             rqs: vec![RqAvg::default(); capacities.len()],
             queued_est: vec![None; ntasks],
+            woken: vec![false; ntasks],
         }
     }
 
@@ -468,10 +471,59 @@ impl Pelt {
         self.clocks[cpu].advance(now, self.capacities[cpu])
     }
 
+    /// A new task `t` of load weight `weight` first wakes onto `cpu`
+    /// (`wake_up_new_task`; [`Pelt::wake`]'s first call for it): `init_entity_runnable_average` sees it as
+    /// heavy until it settles, `post_init_entity_util_avg` gives it a
+    /// share of the CPU's spare capacity, and `attach_entity_load_avg`
+    /// adds it to the queue with sums rebuilt from those averages:
+    ///
+    /// ```text
+    /// load_avg     = weight
+    /// cap          = (capacity(cpu) − util_avg(cfs_rq)) / 2
+    /// util_avg     = min(util_avg(cfs_rq) · weight / (load_avg(cfs_rq) + 1), cap)  if util_avg(cfs_rq) > 0
+    ///              = cap                                                        otherwise
+    ///                (0 when cap ≤ 0)
+    /// runnable_avg = util_avg
+    /// *_sum        = *_avg · divider (load_sum = load_avg · divider / weight)
+    /// ```
+    ///
+    /// XXX: the root `cfs_rq`'s averages stand for the task's own queue's
+    /// (its group's, for a task in a group); an RT task starts so too
+    /// (the kernel only stamps it).
+    fn init_new(&mut self, t: usize, cpu: usize, weight: u64, now: Ns) {
+        let at = self.clock(cpu, now);
+        let rq = self.rqs[cpu].avg;
+        let cap = (self.capacities[cpu] as i64 - rq.util_avg as i64) / 2;
+        let util = match cap {
+            c if c <= 0 => 0,
+            c if rq.util_avg > 0 => (rq.util_avg * weight / (rq.load_avg + 1)).min(c as u64),
+            c => c as u64,
+        };
+        // Stamped now (the kernel brings the queue up to date first and
+        // takes its stamp).
+        let mut se = SchedAvg {
+            last_update_time: at,
+            load_avg: weight,
+            runnable_avg: util,
+            util_avg: util,
+            ..Default::default()
+        };
+        let divider = se.divider();
+        se.util_sum = (util * divider) as u32;
+        se.runnable_sum = util * divider;
+        se.load_sum = (weight * divider / weight.max(1)).max(1);
+        self.tasks[t] = se;
+        self.attach(t, cpu, weight);
+        self.util_est_enqueue(t, cpu);
+    }
+
     /// Task `t` of load weight `weight` wakes onto `cpu` (it slept on
     /// `prev`): its blocked time decays it (`enqueue_entity`'s update,
     /// before `on_rq` is set).
     pub fn wake(&mut self, t: usize, prev: usize, cpu: usize, weight: u64, now: Ns) {
+        if !std::mem::replace(&mut self.woken[t], true) {
+            return self.init_new(t, cpu, weight, now);
+        }
         let at = self.clock(prev, now);
         self.tasks[t].update_se(at, weight, false, false);
         self.rebase(t, prev, cpu, now);
@@ -685,6 +737,33 @@ mod tests {
         a.runnable_avg = 300;
         a.util_est_update(1024);
         assert_eq!(a.util_est(), 350);
+    }
+
+    /// `post_init_entity_util_avg` at a task's first wake-up: half the
+    /// CPU's spare capacity, or less where the queue's utilization per
+    /// unit of load at the task's weight is less, and its full weight as
+    /// load; its later wake-ups only decay it.
+    #[test]
+    fn a_new_task_starts_with_half_the_spare_capacity_and_its_full_load() {
+        let mut p = Pelt::new(4, &[1024, 512]);
+        p.wake(0, 0, 0, 1024, 0);
+        let a = p.avg(0);
+        assert_eq!((a.util_avg, a.runnable_avg, a.load_avg), (512, 512, 1024));
+        assert_eq!(p.cpu_util(0), 512);
+        // Beside it: 512 · 1024 / 1025 = 511, over the cap (1024 − 512) / 2.
+        p.wake(1, 0, 0, 1024, 0);
+        assert_eq!(p.avg(1).util_avg, 256);
+        // Nice 5 on the idle little CPU: half of 512.
+        p.wake(2, 1, 1, 335, 0);
+        assert_eq!((p.avg(2).util_avg, p.avg(2).load_avg), (256, 335));
+        // Nice 5 beside the two: 768 · 335 / 2049 = 125, under the cap 128.
+        p.wake(3, 0, 0, 335, 0);
+        assert_eq!(p.avg(3).util_avg, 125);
+        // Asleep 50 ms, then woken again: decayed, not started afresh.
+        p.dequeue(0, 0, 1024, false);
+        p.wake(0, 0, 0, 1024, 50_000_000);
+        let u = p.avg(0).util_avg;
+        assert!(u > 100 && u < 256, "{u}");
     }
 
     #[test]

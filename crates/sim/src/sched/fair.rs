@@ -2839,8 +2839,9 @@ impl SchedClass for Fair {
                 // `pick_next_entity`, not a bare `pick_eevdf` (6.18.33,
                 // "Fix wakeup_preempt_fair() vs delayed dequeue"): a
                 // delayed entity the pick finds is eligible, so it leaves
-                // now, and the pick is made again. (Before, an eligible delayed sleeper with an earlier
-                // deadline hid the woken task until the next tick.)
+                // now, and the pick is made again. (Before, an eligible
+                // delayed sleeper with an earlier deadline hid the woken
+                // task until the next tick.)
                 if short || !fork {
                     loop {
                         match self.pick_eevdf(rq, !short) {

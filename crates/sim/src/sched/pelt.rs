@@ -472,10 +472,11 @@ impl Pelt {
     }
 
     /// A new task `t` of load weight `weight` first wakes onto `cpu`
-    /// (`wake_up_new_task`; [`Pelt::wake`]'s first call for it): `init_entity_runnable_average` sees it as
-    /// heavy until it settles, `post_init_entity_util_avg` gives it a
-    /// share of the CPU's spare capacity, and `attach_entity_load_avg`
-    /// adds it to the queue with sums rebuilt from those averages:
+    /// (`wake_up_new_task`; [`Pelt::wake`]'s first call for it):
+    /// `init_entity_runnable_average` sees it as heavy until it settles,
+    /// `post_init_entity_util_avg` gives it a share of the CPU's spare
+    /// capacity, and `attach_entity_load_avg` adds it to the queue with
+    /// sums rebuilt from those averages:
     ///
     /// ```text
     /// load_avg     = weight
@@ -511,7 +512,8 @@ impl Pelt {
         let divider = se.divider();
         se.util_sum = (util * divider) as u32;
         se.runnable_sum = util * divider;
-        se.load_sum = (weight * divider / weight.max(1)).max(1);
+        // load_avg · divider / weight, with load_avg = weight.
+        se.load_sum = divider;
         self.tasks[t] = se;
         self.attach(t, cpu, weight);
         self.util_est_enqueue(t, cpu);

@@ -62,6 +62,11 @@ fn compare_replays_a_recording_with_and_without_corral_over_phases() {
     assert!(s.contains("loop-100 (every 10.0 ms)"), "{s}");
     assert!(s.lines().any(|l| l.starts_with("hog ")), "{s}");
     assert!(s.contains("Whole (the scope"), "{s}");
+    // Where the daemon had the loop: a group of its (it is not pinned).
+    assert!(
+        s.contains("Under corral (the recorded phase): loop-100 in its "),
+        "{s}"
+    );
     // The daemon's own CPU time, when given, runs beside the workload
     // under corral and is not one of its rows.
     let out = sim(

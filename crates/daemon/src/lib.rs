@@ -315,6 +315,15 @@ impl<H: Host> Daemon<H> {
         self.known.get(&tid).and_then(|k| k.class)
     }
 
+    /// The threads the last step left alone, with why in `explain`'s
+    /// words (a kernel thread, a real-time one, one whose affinity
+    /// someone else narrowed, one a rule excludes).
+    pub fn unmanaged(&self) -> impl Iterator<Item = (u32, String)> + '_ {
+        self.known
+            .iter()
+            .filter_map(|(&tid, k)| k.unmanaged.as_ref().map(|u| (tid, unmanaged_text(u))))
+    }
+
     /// One interval: sample → classify → plan → diff → apply.
     pub fn step(&mut self) -> Result<&StepReport, H::Error> {
         self.step_sampling(false)

@@ -3,6 +3,7 @@
 
 use crate::args::SimArgs;
 use crate::table::Table;
+use corral_sim::corral::policy::Place;
 use corral_sim::corral::whatif::{self, Figures, Periodic};
 use corral_sim::input::platform::PlatformSpec;
 use corral_sim::input::recording;
@@ -163,9 +164,18 @@ pub fn run(
                     Pick::Program(c) => ("program", c),
                 };
                 let (none, corral) = (per_phase(&r.none, &row.pick), per_phase(&r.corral, &row.pick));
+                let under = match &row.pick {
+                    Pick::Thread(n) => match r.under.get(n) {
+                        Some(Place::Group(g)) => serde_json::json!({"group": g}),
+                        Some(Place::Unmanaged(why)) => serde_json::json!({"unmanaged": why}),
+                        None => serde_json::Value::Null,
+                    },
+                    Pick::Program(_) => serde_json::Value::Null,
+                };
                 serde_json::json!({
                     "kind": kind,
                     "name": name,
+                    "under_corral": under,
                     "none": fig(&none),
                     "corral": fig(&corral),
                     "p99_ratio_of_medians": ratio(&none, &corral, |f| f.p99_ns as f64),
@@ -244,6 +254,25 @@ pub fn run(
         t.row(cells);
     }
     print!("{}", t.render());
+    let placed: Vec<String> = periodic
+        .iter()
+        .map(|p| match r.under.get(&p.name) {
+            Some(Place::Group(g)) => format!("{} in its {g} group", p.name),
+            Some(Place::Unmanaged(why)) => format!("{} left alone ({why})", p.name),
+            None => format!("{} never sampled by the daemon", p.name),
+        })
+        .collect();
+    if !placed.is_empty() {
+        println!("Under corral (the recorded phase): {}", placed.join("; "));
+    }
+    if periodic
+        .iter()
+        .any(|p| matches!(r.under.get(&p.name), Some(Place::Unmanaged(_))))
+    {
+        println!(
+            "A thread left alone changes only by where corral puts the others, and the model overstates that gain: cyclictest's pinned measuring thread beside a build gained nothing live where the replay predicted it would (docs/sim.md, --compare)"
+        );
+    }
     if whole_none.iter().all(|f| f.threads == 0) {
         println!("Whole: no thread in scope (every thread is background)");
     } else if all_ended(&whole_none, &whole_corral) {

@@ -136,11 +136,47 @@ pub struct PolicyReport {
     pub groups: BTreeMap<String, String>,
     /// The CPUs of each of those groups at the end (by group name).
     pub group_cpus: BTreeMap<String, String>,
+    /// Where the daemon last had each task at a step (by task name),
+    /// exited ones too: in a group, or left alone and why.
+    pub places: BTreeMap<String, Place>,
     /// The last step's report.
     pub last: Option<StepReport>,
     /// Every change applied, with its simulated time, in words (threads
     /// by task name): the Perfetto trace's `corral` track.
     pub log: Vec<(Ns, String)>,
+}
+
+/// What corral's daemon did with one thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// In this corral group.
+    Group(String),
+    /// Left alone, for this reason (`corral explain`'s words): such a
+    /// thread changes only by what the daemon does to the others.
+    Unmanaged(String),
+}
+
+/// Notes where the plan in force has each task, and which tasks the last
+/// step left alone.
+fn record_places<K: SchedClass>(daemon: &Daemon<SimHost<K>>, report: &mut PolicyReport) {
+    let host = daemon.host();
+    let name = |tid: u32| {
+        host.task_of(tid)
+            .map(|t| host.machine().task_stats(t).name.as_str())
+    };
+    // (Strings are cloned only when a place changes: steps are many.)
+    for (&tid, (_, group)) in &daemon.plan().placements {
+        let Some(n) = name(tid) else { continue };
+        if !matches!(report.places.get(n), Some(Place::Group(g)) if g == group) {
+            report
+                .places
+                .insert(n.to_string(), Place::Group(group.clone()));
+        }
+    }
+    for (tid, why) in daemon.unmanaged() {
+        let Some(n) = name(tid) else { continue };
+        report.places.insert(n.to_string(), Place::Unmanaged(why));
+    }
 }
 
 /// The host's changes in words, a thread named by its task.
@@ -241,6 +277,7 @@ pub fn run<K: SchedClass>(
                     .extend(r.errors.iter().map(|e| (now, e.clone())));
                 schedule.stepped(now);
                 observe(daemon.host());
+                record_places(&daemon, &mut report);
             }
             Due::Quick => {
                 if let Some(r) = daemon.quick_step()? {

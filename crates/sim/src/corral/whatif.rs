@@ -20,7 +20,7 @@
 //! threads (they replay at their live instants).
 
 use crate::corral::host::SimHost;
-use crate::corral::policy;
+use crate::corral::policy::{self, Place};
 use crate::engine::{Ns, Rng};
 use crate::error::Error;
 use crate::input::platform::{self, PlatformSpec};
@@ -29,6 +29,7 @@ use crate::out::hist::Histogram;
 use crate::sched::fair::Flavour;
 use crate::sched::machine::TaskStats;
 use corral_core::config::Config;
+use std::collections::BTreeMap;
 
 /// A thread that wakes on a grid (`recording::periodic`): its name and
 /// period.
@@ -91,6 +92,9 @@ pub struct WhatIf {
     pub none: Vec<Vec<TaskStats>>,
     /// Per phase, the threads under corral.
     pub corral: Vec<Vec<TaskStats>>,
+    /// Where the daemon last had each thread in the first phase's replay
+    /// (by task name).
+    pub under: BTreeMap<String, Place>,
 }
 
 /// Replays `work` for `end` ns on `spec` with no policy and under corral
@@ -135,7 +139,7 @@ pub fn compare(
                 .map(|t| t.name.clone()),
         );
         let m = platform::build(w, spec, flavour)?;
-        let (daemon, _) = policy::run(
+        let (daemon, report) = policy::run(
             SimHost::new(m),
             config.clone(),
             &spec.boosts,
@@ -143,6 +147,9 @@ pub fn compare(
             &mut |_| {},
         )?;
         out.corral.push(daemon.host().machine().stats());
+        if k == 0 {
+            out.under = report.places;
+        }
         done += 1;
         progress(done);
         out.offsets.push(by);
@@ -332,6 +339,51 @@ mod tests {
         for s in r.none.iter().chain(&r.corral) {
             assert!(figures(s, |n| n == "job").ended_at.is_some());
         }
+    }
+
+    #[test]
+    fn the_replay_says_which_threads_corral_left_alone_and_why() {
+        // Two 10 ms loops beside two hogs on two CPUs; "pinned" narrowed
+        // its own affinity, as cyclictest's measuring thread does.
+        let w = rtapp::parse(
+            r#"{"tasks": {
+                "pinned": {"loop": -1, "cpus": [0], "run": 100, "timer": {"ref": "p", "period": 10000}},
+                "free": {"loop": -1, "run": 100, "timer": {"ref": "f", "period": 10000}},
+                "hog": {"instance": 2, "loop": -1, "run": 1000000}}}"#,
+            "t",
+        )
+        .unwrap();
+        let r = compare(
+            &w,
+            &PlatformSpec::uniform(2),
+            Flavour::Eevdf,
+            &Config::default(),
+            None,
+            &[],
+            1,
+            0,
+            5_000_000_000,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            r.under.get("pinned"),
+            Some(&Place::Unmanaged(
+                "its affinity was narrowed by someone else".into()
+            )),
+            "{:?}",
+            r.under
+        );
+        assert!(
+            matches!(r.under.get("free"), Some(Place::Group(_))),
+            "{:?}",
+            r.under
+        );
+        assert!(
+            matches!(r.under.get("hog-0"), Some(Place::Group(_))),
+            "{:?}",
+            r.under
+        );
     }
 
     #[test]

@@ -54,7 +54,11 @@ pub struct DaemonCost {
 pub const DAEMON_TASK: &str = "corral-daemon";
 
 /// `work` with the daemon's own thread added ([`DAEMON_TASK`]): at nice 0
-/// in the root group, any CPU, left alone by the daemon (background), it
+/// in the group of the workload's first thread that is neither background
+/// nor forked (a recording's scope root: a daemon started from the shell
+/// that ran the workload lives in that shell's cgroup or autogroup, beside
+/// the threads it leaves alone there; XXX a daemon run as a service sits
+/// in its unit's group instead), any CPU, left alone by the daemon (background), it
 /// wakes at each instant `config`'s schedule steps (the loop's
 /// [`Schedule`], as [`run`] keeps it, steps taking no time) before `end`
 /// and runs `cost.step_ns` at a full step, `cost.quick_ns` at a quick one.
@@ -94,6 +98,11 @@ pub fn with_daemon(
         }
     }
     let mut w = work.clone();
+    let home = work
+        .tasks
+        .iter()
+        .find(|t| !t.background && !t.forked)
+        .and_then(|t| t.taskgroup.clone());
     if !events.is_empty() {
         w.tasks.push(Task {
             name: DAEMON_TASK.into(),
@@ -101,7 +110,7 @@ pub fn with_daemon(
             policy: crate::sched::kernel::Policy::Other,
             priority: 0,
             cpus: None,
-            taskgroup: None,
+            taskgroup: home,
             loops: 1,
             phases: vec![Phase {
                 name: "steps".into(),

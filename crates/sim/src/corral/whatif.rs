@@ -436,7 +436,8 @@ mod tests {
         assert_eq!(runs[0], 2000);
         assert!(runs[1..].iter().all(|&r| r == 100), "{runs:?}");
         assert_eq!(at[..3], [0, 40_000, 80_000]);
-        // Under corral it uses that CPU, from the root group.
+        // Under corral it uses that CPU, from the group of the
+        // workload's first thread (here the root group).
         let m = platform::build(w, &PlatformSpec::uniform(2), Flavour::Eevdf).unwrap();
         let (daemon, _) =
             policy::run(SimHost::new(m), config, &[], 1_000_000_000, &mut |_| {}).unwrap();
@@ -448,6 +449,22 @@ mod tests {
             .unwrap();
         assert_eq!(stats[id].cpu_ns, 2_000_000 + 24 * 100_000);
         assert_eq!(&**m.task_cgroup(id), "/");
+        // Started from the shell that runs the workload, the daemon
+        // lives in that shell's group: the scope root's, beside the
+        // threads it leaves alone there.
+        let rec = rtapp::parse(
+            r#"{"tasks": {
+                "sh-1": {"loop": 1, "taskgroup": "/autogroup-7", "run": 1000},
+                "cc-2": {"loop": 1, "corral_forked": true, "taskgroup": "/build", "corral_block0": "sh-1", "run1": 1000}}}"#,
+            "t",
+        )
+        .unwrap();
+        let w = policy::with_daemon(&rec, &Config::default(), cost, 1_000_000_000);
+        let t = w.tasks.last().unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.taskgroup.as_deref()),
+            (policy::DAEMON_TASK, Some("/autogroup-7"))
+        );
         // Without a cost the workload is as it was.
         assert_eq!(
             policy::with_daemon(

@@ -184,7 +184,9 @@ fn record_places<K: SchedClass>(daemon: &Daemon<SimHost<K>>, report: &mut Policy
     }
     for (tid, why) in daemon.unmanaged() {
         let Some(n) = name(tid) else { continue };
-        report.places.insert(n.to_string(), Place::Unmanaged(why));
+        if !matches!(report.places.get(n), Some(Place::Unmanaged(w)) if *w == why) {
+            report.places.insert(n.to_string(), Place::Unmanaged(why));
+        }
     }
 }
 

@@ -64,6 +64,10 @@ struct Entry {
     complete: bool,
     /// Its state was Z (exited, not reaped) when its details were read.
     zombie: bool,
+    /// First seen with its affinity narrowed inside one of corral's
+    /// cpuset groups (born there); its CPUs are read again while it runs,
+    /// until they cover every online CPU (see `read_thread`).
+    narrowed_by_us: bool,
 }
 
 /// Each pass checks the zombies whose PID is the pass number modulo this,
@@ -522,6 +526,24 @@ impl Sampler {
                 return Ok(None);
             };
             let entry = self.threads.get_mut(&tid).expect("entry present");
+            // Born inside a corral cpuset group, it had that group's CPUs;
+            // once corral moved it out, the kernel gives it its new
+            // group's (cgroup v1's `cpuset_attach`; since 6.2 within the
+            // mask its program asked for, `user_cpus_ptr`). Every online
+            // CPU: nobody but corral narrowed it, and corral may manage it
+            // (before, it stayed unmanaged for ever: a compiler's codegen
+            // thread born in a dedicated group was put back in the root
+            // group, and every thread it started ran there, beside the
+            // user's own latency-critical threads). Still narrowed: its
+            // program pinned it, as the first read said.
+            if entry.narrowed_by_us {
+                if let Some(allowed) = read_cpus_allowed(&dir)? {
+                    if self.online.is_subset(&allowed) {
+                        s.affinity_narrowed = false;
+                        entry.narrowed_by_us = false;
+                    }
+                }
+            }
             entry.sample = s.clone();
             entry.zombie = is_zombie(state);
             return Ok(Some((s, true)));
@@ -539,6 +561,7 @@ impl Sampler {
             generation,
             complete: true,
             zombie: false,
+            narrowed_by_us: false,
         };
         let Some((run, wait, slices)) = read_schedstat(&dir, &mut entry, &mut self.buf)? else {
             return Ok(None);
@@ -583,6 +606,8 @@ impl Sampler {
                 sample.affinity_narrowed = false;
             } else if sample.affinity_narrowed && !ours {
                 sample.allowed = Some(allowed);
+            } else if sample.affinity_narrowed {
+                entry.narrowed_by_us = true;
             }
         }
         if self.want_exe {
@@ -856,6 +881,62 @@ mod tests {
         assert_eq!(by(4243).allowed, None);
         assert!(!by(4244).affinity_narrowed);
         assert_eq!(by(4244).allowed, None);
+        // corral moved 4243 out of dedicated-cpu1 and the kernel gave it
+        // the new group's CPUs (every one): nobody narrows it now. 4242
+        // keeps the pin read first.
+        for (tid, allowed) in [(4242, "0"), (4243, "0-1")] {
+            let task = format!("proc/4242/task/{tid}");
+            host.write(&format!("{task}/schedstat"), "2000 0 2\n").write(
+                &format!("{task}/status"),
+                &format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t2\nnonvoluntary_ctxt_switches:\t0\n"),
+            );
+        }
+        let snap = sampler.sample(0).unwrap();
+        let by = |tid: u32| snap.threads.iter().find(|t| t.tid == tid).unwrap().clone();
+        assert!(!by(4243).affinity_narrowed);
+        assert!(by(4242).affinity_narrowed);
+        assert_eq!(by(4242).allowed, Some("0".parse().unwrap()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A thread born inside one of corral's cpuset groups that its program
+    /// pinned there stays narrowed once corral moved it out: its CPUs are
+    /// still fewer than the online ones.
+    #[test]
+    fn a_thread_born_narrowed_in_a_corral_group_and_pinned_stays_narrowed() {
+        let dir = std::env::temp_dir().join(format!("corral-sampler-pin2-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let host = crate::fake::FakeHost::new(&dir);
+        host.cpus("0-1", "0-1", "0-1");
+        let task = "proc/4242/task/4242";
+        let stat = "4242 (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        let status = |n: u32| {
+            format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t1\nvoluntary_ctxt_switches:\t{n}\nnonvoluntary_ctxt_switches:\t0\n")
+        };
+        host.write(&format!("{task}/stat"), stat)
+            .write("proc/4242/stat", stat)
+            .write(&format!("{task}/schedstat"), "1000 0 1\n")
+            .write(&format!("{task}/status"), &status(1))
+            .write(
+                &format!("{task}/cgroup"),
+                "4:cpu,cpuacct:/corral/dedicated-cpu1\n0::/\n",
+            );
+        let mut sampler = Sampler::new(
+            host.paths(),
+            Scope::Pids(vec![4242]),
+            "0-1".parse().unwrap(),
+            "corral",
+        );
+        let first = sampler.sample(0).unwrap().threads[0].clone();
+        assert!(first.affinity_narrowed && first.allowed.is_none());
+        host.write(&format!("{task}/schedstat"), "2000 0 2\n")
+            .write(&format!("{task}/status"), &status(2))
+            .write(
+                &format!("{task}/cgroup"),
+                "4:cpu,cpuacct:/corral/shared\n0::/\n",
+            );
+        let again = sampler.sample(0).unwrap().threads[0].clone();
+        assert!(again.affinity_narrowed);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

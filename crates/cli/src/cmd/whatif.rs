@@ -270,7 +270,7 @@ pub fn run(
         .any(|p| matches!(r.under.get(&p.name), Some(Place::Unmanaged(_))))
     {
         println!(
-            "A thread left alone changes only by where corral puts the others, and the model overstates that gain: cyclictest's pinned measuring thread beside a build gained nothing live where the replay predicted it would (docs/sim.md, --compare)"
+            "A thread left alone changes only by where corral puts the others, and the model overstates that gain: cyclictest's pinned measuring thread beside a build gained less live than the replay predicted (docs/sim.md, --compare)"
         );
     }
     if whole_none.iter().all(|f| f.threads == 0) {

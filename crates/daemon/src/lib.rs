@@ -167,10 +167,6 @@ pub struct Daemon<H: Host> {
     /// Real-time threads sent out of corral's groups ([`Change::SendHome`]),
     /// once each while they live.
     sent_home: BTreeSet<u32>,
-    /// Threads a full step found narrowed inside the corral group they
-    /// were born in and moved out of it, once each while they live (one
-    /// its program pinned is unmanaged there and goes home after).
-    left_birth: BTreeSet<u32>,
     /// Young threads a fast sample found real-time inside corral's
     /// groups: sent out by the re-plan it asks for (tid, pid).
     home_due: Vec<(u32, u32)>,
@@ -283,7 +279,6 @@ impl<H: Host> Daemon<H> {
             counters: metrics::Counters::default(),
             boost_log: VecDeque::new(),
             sent_home: BTreeSet::new(),
-            left_birth: BTreeSet::new(),
             home_due: Vec::new(),
             young: BTreeMap::new(),
         })
@@ -376,7 +371,6 @@ impl<H: Host> Daemon<H> {
         self.known = known;
         let known = &self.known;
         self.sent_home.retain(|t| known.contains_key(t));
-        self.left_birth.retain(|t| known.contains_key(t));
         let now = self.host.now_ns();
         if report.hotplug.is_some() {
             self.hotplug_at = Some(now);
@@ -443,20 +437,7 @@ impl<H: Host> Daemon<H> {
                 sample,
             };
             match eligibility(&self.config.rules, &k.sample) {
-                Err(why) => {
-                    // Narrowed by being born inside a corral cpuset group
-                    // (the sampler then keeps no `allowed`): out of a group
-                    // it must leave at once, as a quick step does; once
-                    // there, its CPUs are its new group's unless its
-                    // program pinned it, and the sampler tells which.
-                    let ours = why == Unmanaged::AffinityNarrowed
-                        && k.sample.in_own_group
-                        && k.sample.allowed.is_none();
-                    if ours && self.born(&k.sample) == Born::Leaves && self.left_birth.insert(tid) {
-                        plan_threads.push(k.plan_thread(Class::Light, Boost::None));
-                    }
-                    k.unmanaged = Some(why);
-                }
+                Err(why) => k.unmanaged = Some(why),
                 Ok(forced) => {
                     // A boosted thread's interval is not folded in: what it
                     // uses while boosted says nothing of its own needs.
@@ -894,7 +875,6 @@ impl<H: Host> Daemon<H> {
                     cpu: sample.cpu,
                     boost: Boost::None,
                 });
-                self.left_birth.insert(tid);
                 replan = true;
             }
             y.first = Some((sample.clone(), at));

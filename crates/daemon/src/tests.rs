@@ -46,9 +46,6 @@ struct MockHost {
     cgroups: BTreeMap<u32, String>,
     /// SCHED_FIFO threads.
     realtime: Vec<u32>,
-    /// Threads whose affinity leaves out an online CPU, with the CPUs the
-    /// sampler names (`None`: narrowed by the corral group it was born in).
-    narrowed: BTreeMap<u32, Option<CpuSet>>,
 }
 
 impl MockHost {
@@ -68,7 +65,6 @@ impl MockHost {
             born: vec![],
             cgroups: BTreeMap::new(),
             realtime: vec![],
-            narrowed: BTreeMap::new(),
         }
     }
 
@@ -99,8 +95,6 @@ impl MockHost {
                     .cgroups
                     .get(&tid)
                     .is_some_and(|c| c.starts_with("/corral/")),
-                affinity_narrowed: self.narrowed.contains_key(&tid),
-                allowed: self.narrowed.get(&tid).cloned().flatten(),
                 policy: if self.realtime.contains(&tid) {
                     corral_core::sample::Policy::Fifo
                 } else {
@@ -651,67 +645,6 @@ fn a_thread_a_full_pass_finds_born_in_the_latency_group_leaves_it_at_that_step()
         d.plan().group_of(5).map(|g| g.kind),
         Some(GroupKind::Shared)
     );
-}
-
-/// A hog placed, then thread 5 (light, periodic) found by a full pass
-/// inside a dedicated group, born there (its parent's group), its
-/// affinity that group's one CPU (no task events: no process connector,
-/// or past young_max).
-fn born_narrowed_in_a_dedicated_group() -> Daemon<MockHost> {
-    let mut d = daemon("0-3", vec![(1, 0.95, 1)]);
-    d.step().unwrap();
-    d.step().unwrap();
-    let h = d.host_mut();
-    h.threads.push((5, 0.05, 100));
-    h.cgroups.insert(5, "/corral/dedicated-cpu3".into());
-    h.narrowed.insert(5, None);
-    d
-}
-
-/// The moves of thread `tid` the host was asked for.
-fn moves_of(d: &Daemon<MockHost>, tid: u32) -> usize {
-    d.host()
-        .applied
-        .iter()
-        .filter(
-            |c| matches!(c, Change::Move { tid: t, .. } | Change::Release { tid: t } if *t == tid),
-        )
-        .count()
-}
-
-#[test]
-fn a_thread_narrowed_by_the_dedicated_group_it_was_born_in_leaves_it_and_is_managed_once_free() {
-    let mut d = born_narrowed_in_a_dedicated_group();
-    d.step().unwrap();
-    // Out at once, though its affinity is narrowed (corral's doing).
-    assert_eq!(
-        d.plan().group_of(5).map(|g| g.kind),
-        Some(GroupKind::Shared)
-    );
-    // In the shared group its CPUs are that group's: every one.
-    d.host_mut().narrowed.remove(&5);
-    for _ in 0..3 {
-        d.step().unwrap();
-    }
-    assert_eq!(d.class_of(5), Some(Class::LatencyCritical));
-    assert_eq!(
-        d.plan().group_of(5).map(|g| g.kind),
-        Some(GroupKind::Latency)
-    );
-    assert!(d.unmanaged().all(|(t, _)| t != 5));
-}
-
-#[test]
-fn a_thread_born_in_a_dedicated_group_that_its_program_pinned_goes_home_once() {
-    let mut d = born_narrowed_in_a_dedicated_group();
-    for _ in 0..4 {
-        d.step().unwrap();
-    }
-    // Moved out once, then, still narrowed (its program's pin), put
-    // back and left alone: no move at every step.
-    assert_eq!(d.plan().group_of(5), None);
-    assert_eq!(moves_of(&d, 5), 2, "{:?}", d.host().applied);
-    assert!(d.unmanaged().any(|(t, _)| t == 5));
 }
 
 /// The live loop takes its full steps when [`schedule::Schedule`] says:

@@ -72,8 +72,14 @@ impl LinuxHost {
                 false,
             ),
         };
+        let mut sampler = Sampler::new(paths.clone(), scope, online, root_name);
+        match &layout {
+            Layout::V1 { cpuset, .. } => sampler.set_cpusets(cpuset.clone(), true),
+            Layout::V2 { unified } => sampler.set_cpusets(unified.clone(), false),
+            Layout::Threads => {}
+        }
         Ok(LinuxHost {
-            sampler: Sampler::new(paths.clone(), scope, online, root_name),
+            sampler,
             placer: Placer::new(layout, root_name, &paths),
             paths,
             dry_run,

@@ -64,10 +64,10 @@ struct Entry {
     complete: bool,
     /// Its state was Z (exited, not reaped) when its details were read.
     zombie: bool,
-    /// First seen with its affinity narrowed inside one of corral's
-    /// cpuset groups (born there); its CPUs are read again while it runs,
-    /// until they cover every online CPU (see `read_thread`).
-    narrowed_by_us: bool,
+    /// First seen inside one of corral's cpuset groups with exactly that
+    /// group's CPUs, fewer than the online ones: the cpuset it was born
+    /// in, watched while it runs until it has left it (`read_thread`).
+    born_cpuset: Option<String>,
 }
 
 /// Each pass checks the zombies whose PID is the pass number modulo this,
@@ -93,6 +93,11 @@ pub struct Sampler {
     pinned: HashMap<u32, u32>,
     /// `/<corral's root>/`: cgroup paths below it are corral's groups.
     own_groups: String,
+    /// Where a thread's cpuset says which CPUs it gives: the v1 cpuset
+    /// hierarchy's mount (`cpuset.cpus`) or the unified one
+    /// (`cpuset.cpus.effective`), and whether it is v1; `None` when
+    /// corral writes no cpuset ([`Sampler::set_cpusets`]).
+    cpusets: Option<(PathBuf, bool)>,
     /// The CPU sets corral's per-thread backend gives its groups: a thread
     /// born to a member inherits one, and corral, not its program, narrowed it.
     own_masks: Vec<CpuSet>,
@@ -132,6 +137,7 @@ impl Sampler {
             scoped_pids: HashMap::new(),
             pinned: HashMap::new(),
             own_groups: format!("/{own_root}/"),
+            cpusets: None,
             own_masks: Vec::new(),
             exe_cache: HashMap::new(),
             want_exe: false,
@@ -147,6 +153,38 @@ impl Sampler {
     /// The CPU sets corral itself gives threads (the per-thread backend).
     pub fn set_own_masks(&mut self, masks: Vec<CpuSet>) {
         self.own_masks = masks;
+    }
+
+    /// Where threads' cpusets are (the cgroup backends): `mount`, the v1
+    /// cpuset hierarchy's or the unified one's.
+    pub fn set_cpusets(&mut self, mount: PathBuf, v1: bool) {
+        self.cpusets = Some((mount, v1));
+    }
+
+    /// The thread's cpuset (its path) and the CPUs it gives, when known.
+    fn cpuset_of(&self, dir: &Path) -> Option<(String, CpuSet)> {
+        let (mount, v1) = self.cpusets.as_ref()?;
+        let file = dir.join("cgroup");
+        let text = std::fs::read_to_string(&file).ok()?;
+        let path = crate::procfs::parse_cgroups(&text, &file)
+            .ok()?
+            .into_iter()
+            .find(|e| {
+                if *v1 {
+                    e.has_controller("cpuset")
+                } else {
+                    e.hierarchy_id == 0
+                }
+            })?
+            .path;
+        let name = if *v1 {
+            "cpuset.cpus"
+        } else {
+            "cpuset.cpus.effective"
+        };
+        let at = mount.join(path.trim_start_matches('/')).join(name);
+        let cpus = crate::fsutil::read_cpulist_opt(&at).ok().flatten()?;
+        Some((path, cpus))
     }
 
     /// Checks the scope's roots before the daemon starts: a `--scope-pid`
@@ -522,27 +560,33 @@ impl Sampler {
                 return Ok(Some((s, false)));
             }
             let mut s = entry.sample.clone();
+            let born = entry.born_cpuset.clone();
             let Some(state) = read_details(&dir, &mut s, &mut self.buf)? else {
                 return Ok(None);
             };
-            let entry = self.threads.get_mut(&tid).expect("entry present");
-            // Born inside a corral cpuset group, it had that group's CPUs;
-            // once corral moved it out, the kernel gives it its new
-            // group's (cgroup v1's `cpuset_attach`; since 6.2 within the
-            // mask its program asked for, `user_cpus_ptr`). Every online
-            // CPU: nobody but corral narrowed it, and corral may manage it
-            // (before, it stayed unmanaged for ever: a compiler's codegen
-            // thread born in a dedicated group was put back in the root
-            // group, and every thread it started ran there, beside the
-            // user's own latency-critical threads). Still narrowed: its
-            // program pinned it, as the first read said.
-            if entry.narrowed_by_us {
-                if let Some(allowed) = read_cpus_allowed(&dir)? {
-                    if self.online.is_subset(&allowed) {
-                        s.affinity_narrowed = false;
-                        entry.narrowed_by_us = false;
+            // Born with its corral group's CPUs: once corral moved it out,
+            // the kernel gave it the new group's (v1's `cpuset_attach`;
+            // since Linux 6.2 within the mask its program asked for,
+            // `user_cpus_ptr`). Fewer than those: its program pinned it.
+            let mut watch = born.is_some();
+            if let (Some(born), Some(mask)) = (born, read_cpus_allowed(&dir)?) {
+                if self.online.is_subset(&mask) {
+                    watch = false;
+                } else {
+                    match self.cpuset_of(&dir) {
+                        Some((path, cpus)) if cpus == mask => watch = path == born,
+                        Some((_, cpus)) if mask.is_subset(&cpus) => {
+                            s.affinity_narrowed = true;
+                            s.allowed = Some(mask);
+                            watch = false;
+                        }
+                        _ => {}
                     }
                 }
+            }
+            let entry = self.threads.get_mut(&tid).expect("entry present");
+            if !watch {
+                entry.born_cpuset = None;
             }
             entry.sample = s.clone();
             entry.zombie = is_zombie(state);
@@ -561,7 +605,7 @@ impl Sampler {
             generation,
             complete: true,
             zombie: false,
-            narrowed_by_us: false,
+            born_cpuset: None,
         };
         let Some((run, wait, slices)) = read_schedstat(&dir, &mut entry, &mut self.buf)? else {
             return Ok(None);
@@ -607,7 +651,24 @@ impl Sampler {
             } else if sample.affinity_narrowed && !ours {
                 sample.allowed = Some(allowed);
             } else if sample.affinity_narrowed {
-                entry.narrowed_by_us = true;
+                // Inside one of corral's groups (born to a member): the
+                // group's own CPUs are corral's doing, not a pin, and the
+                // thread is corral's to manage (it leaves a dedicated or
+                // the latency group at once; before, it stayed "narrowed
+                // by someone else" for good, and one moved out went back
+                // to the root group, where all it started ran beside the
+                // user's own threads). Fewer than the group's: its
+                // program pinned it. Unknown (no cpuset read): neither.
+                match self.cpuset_of(&dir) {
+                    Some((path, cpus)) if cpus == allowed => {
+                        sample.affinity_narrowed = false;
+                        entry.born_cpuset = Some(path);
+                    }
+                    Some((_, cpus)) if allowed.is_subset(&cpus) => {
+                        sample.allowed = Some(allowed);
+                    }
+                    _ => {}
+                }
             }
         }
         if self.want_exe {
@@ -881,62 +942,80 @@ mod tests {
         assert_eq!(by(4243).allowed, None);
         assert!(!by(4244).affinity_narrowed);
         assert_eq!(by(4244).allowed, None);
-        // corral moved 4243 out of dedicated-cpu1 and the kernel gave it
-        // the new group's CPUs (every one): nobody narrows it now. 4242
-        // keeps the pin read first.
-        for (tid, allowed) in [(4242, "0"), (4243, "0-1")] {
-            let task = format!("proc/4242/task/{tid}");
-            host.write(&format!("{task}/schedstat"), "2000 0 2\n").write(
-                &format!("{task}/status"),
-                &format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t2\nnonvoluntary_ctxt_switches:\t0\n"),
-            );
-        }
-        let snap = sampler.sample(0).unwrap();
-        let by = |tid: u32| snap.threads.iter().find(|t| t.tid == tid).unwrap().clone();
-        assert!(!by(4243).affinity_narrowed);
-        assert!(by(4242).affinity_narrowed);
-        assert_eq!(by(4242).allowed, Some("0".parse().unwrap()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// A thread born inside one of corral's cpuset groups that its program
-    /// pinned there stays narrowed once corral moved it out: its CPUs are
-    /// still fewer than the online ones.
+    /// Threads born inside corral's cpuset groups: one with its group's
+    /// CPUs is corral's to manage, and stays so once moved out (the
+    /// kernel gave it the new group's); one with fewer CPUs than its
+    /// group's was pinned by its program, at its first read or once moved.
     #[test]
-    fn a_thread_born_narrowed_in_a_corral_group_and_pinned_stays_narrowed() {
-        let dir = std::env::temp_dir().join(format!("corral-sampler-pin2-{}", std::process::id()));
+    fn a_thread_born_with_its_corral_group_s_cpus_is_not_narrowed_and_a_pin_is_told_apart() {
+        let dir = std::env::temp_dir().join(format!("corral-sampler-born-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let host = crate::fake::FakeHost::new(&dir);
-        host.cpus("0-1", "0-1", "0-1");
-        let task = "proc/4242/task/4242";
-        let stat = "4242 (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
-        let status = |n: u32| {
-            format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t1\nvoluntary_ctxt_switches:\t{n}\nnonvoluntary_ctxt_switches:\t0\n")
-        };
-        host.write(&format!("{task}/stat"), stat)
-            .write("proc/4242/stat", stat)
-            .write(&format!("{task}/schedstat"), "1000 0 1\n")
-            .write(&format!("{task}/status"), &status(1))
-            .write(
-                &format!("{task}/cgroup"),
-                "4:cpu,cpuacct:/corral/dedicated-cpu1\n0::/\n",
+        host.cpus("0-3", "0-3", "0-3");
+        for (group, cpus) in [
+            ("dedicated-cpu1", "1"),
+            ("latency", "0-1"),
+            ("shared", "0,2-3"),
+        ] {
+            host.write(
+                &format!("cgroup/cpuset/corral/{group}/cpuset.cpus"),
+                &format!("{cpus}\n"),
             );
+        }
+        let stat = |tid: u32| {
+            format!("{tid} (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+        };
+        host.write("proc/4242/stat", &stat(4242));
+        let put = |tid: u32, allowed: &str, group: &str, slices: u32| {
+            let task = format!("proc/4242/task/{tid}");
+            host.write(&format!("{task}/stat"), &stat(tid))
+                .write(&format!("{task}/schedstat"), &format!("{slices}000 0 {slices}\n"))
+                .write(
+                    &format!("{task}/status"),
+                    &format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t{slices}\nnonvoluntary_ctxt_switches:\t0\n"),
+                )
+                .write(
+                    &format!("{task}/cgroup"),
+                    &format!("4:cpu,cpuacct:/corral/{group}\n3:cpuset:/corral/{group}\n0::/\n"),
+                );
+        };
+        // Born in dedicated-cpu1 and in latency with the group's CPUs, and
+        // in latency pinned to CPU 0.
+        put(4243, "1", "dedicated-cpu1", 1);
+        put(4246, "0-1", "latency", 1);
+        put(4245, "0", "latency", 1);
         let mut sampler = Sampler::new(
             host.paths(),
             Scope::Pids(vec![4242]),
-            "0-1".parse().unwrap(),
+            "0-3".parse().unwrap(),
             "corral",
         );
-        let first = sampler.sample(0).unwrap().threads[0].clone();
-        assert!(first.affinity_narrowed && first.allowed.is_none());
-        host.write(&format!("{task}/schedstat"), "2000 0 2\n")
-            .write(&format!("{task}/status"), &status(2))
-            .write(
-                &format!("{task}/cgroup"),
-                "4:cpu,cpuacct:/corral/shared\n0::/\n",
-            );
-        let again = sampler.sample(0).unwrap().threads[0].clone();
-        assert!(again.affinity_narrowed);
+        sampler.set_cpusets(host.paths().cgroup.join("cpuset"), true);
+        let snap = sampler.sample(0).unwrap();
+        let by =
+            |snap: &Snapshot, tid: u32| snap.threads.iter().find(|t| t.tid == tid).unwrap().clone();
+        for tid in [4243, 4246] {
+            assert!(!by(&snap, tid).affinity_narrowed, "{tid}");
+            assert_eq!(by(&snap, tid).allowed, None);
+        }
+        assert!(by(&snap, 4245).affinity_narrowed);
+        assert_eq!(by(&snap, 4245).allowed, Some("0".parse().unwrap()));
+        // corral moved 4243 and 4246 to shared. 4243 got shared's CPUs;
+        // 4246's program had pinned it to CPU 0 meanwhile, which the
+        // kernel kept.
+        put(4243, "0,2-3", "shared", 2);
+        put(4246, "0", "shared", 2);
+        let snap = sampler.sample(0).unwrap();
+        assert!(!by(&snap, 4243).affinity_narrowed);
+        assert!(by(&snap, 4246).affinity_narrowed);
+        assert_eq!(by(&snap, 4246).allowed, Some("0".parse().unwrap()));
+        // Out of its birth group with that group's CPUs: no longer watched.
+        put(4243, "2", "shared", 3);
+        let snap = sampler.sample(0).unwrap();
+        assert!(!by(&snap, 4243).affinity_narrowed);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

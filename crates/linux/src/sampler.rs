@@ -65,9 +65,21 @@ struct Entry {
     /// Its state was Z (exited, not reaped) when its details were read.
     zombie: bool,
     /// First seen inside one of corral's cpuset groups with exactly that
-    /// group's CPUs, fewer than the online ones: the cpuset it was born
-    /// in, watched while it runs until it has left it (`read_thread`).
-    born_cpuset: Option<String>,
+    /// group's CPUs, fewer than the online ones: watched until it has left
+    /// that group (`read_thread`).
+    born: Option<Born>,
+}
+
+/// A thread born with its corral group's CPUs, watched for a pin of its
+/// program's: the cpuset it was born in, the CPUs it had when last read,
+/// and whether corral moved it since ([`Sampler::pin`]). Its CPUs come
+/// with `status`, read anyway; its cpuset is read only after a move or a
+/// change of its CPUs.
+#[derive(Debug, Clone)]
+struct Born {
+    cpuset: String,
+    mask: CpuSet,
+    moved: bool,
 }
 
 /// Each pass checks the zombies whose PID is the pass number modulo this,
@@ -177,13 +189,20 @@ impl Sampler {
                 }
             })?
             .path;
-        let name = if *v1 {
-            "cpuset.cpus"
+        // What the kernel gives its tasks: v1 mounted with
+        // `cpuset_v2_mode` follows `effective_cpus` (and keeps an offline
+        // CPU in `cpuset.cpus`), as v2 does.
+        let names: &[&str] = if *v1 {
+            &["cpuset.effective_cpus", "cpuset.cpus"]
         } else {
-            "cpuset.cpus.effective"
+            &["cpuset.cpus.effective"]
         };
-        let at = mount.join(path.trim_start_matches('/')).join(name);
-        let cpus = crate::fsutil::read_cpulist_opt(&at).ok().flatten()?;
+        let group = mount.join(path.trim_start_matches('/'));
+        let cpus = names.iter().find_map(|n| {
+            crate::fsutil::read_cpulist_opt(&group.join(n))
+                .ok()
+                .flatten()
+        })?;
         Some((path, cpus))
     }
 
@@ -287,6 +306,9 @@ impl Sampler {
     /// Keeps `tid` in scope until it exits (corral moved it).
     pub fn pin(&mut self, tid: u32, pid: u32) {
         self.pinned.insert(tid, pid);
+        if let Some(b) = self.threads.get_mut(&tid).and_then(|e| e.born.as_mut()) {
+            b.moved = true;
+        }
     }
 
     /// Reads every thread in scope.
@@ -560,34 +582,40 @@ impl Sampler {
                 return Ok(Some((s, false)));
             }
             let mut s = entry.sample.clone();
-            let born = entry.born_cpuset.clone();
-            let Some(state) = read_details(&dir, &mut s, &mut self.buf)? else {
+            let born = entry.born.clone();
+            let mut mask = None;
+            let Some(state) = read_details(&dir, &mut s, &mut self.buf, &mut mask)? else {
                 return Ok(None);
             };
             // Born with its corral group's CPUs: once corral moved it out,
             // the kernel gave it the new group's (v1's `cpuset_attach`;
             // since Linux 6.2 within the mask its program asked for,
             // `user_cpus_ptr`). Fewer than those: its program pinned it.
-            let mut watch = born.is_some();
-            if let (Some(born), Some(mask)) = (born, read_cpus_allowed(&dir)?) {
+            // In a one-CPU group a pin cannot show (an empty intersection
+            // falls back to the group's CPU): still watched.
+            let mut watch = born.clone();
+            if let (Some(b), Some(mask)) = (born, mask) {
                 if self.online.is_subset(&mask) {
-                    watch = false;
-                } else {
-                    match self.cpuset_of(&dir) {
-                        Some((path, cpus)) if cpus == mask => watch = path == born,
+                    watch = None;
+                } else if b.moved || mask != b.mask {
+                    watch = match self.cpuset_of(&dir) {
+                        Some((path, cpus)) if cpus == mask => (path == b.cpuset || cpus.len() < 2)
+                            .then_some(Born {
+                                cpuset: b.cpuset,
+                                mask,
+                                moved: false,
+                            }),
                         Some((_, cpus)) if mask.is_subset(&cpus) => {
                             s.affinity_narrowed = true;
                             s.allowed = Some(mask);
-                            watch = false;
+                            None
                         }
-                        _ => {}
-                    }
+                        _ => Some(Born { mask, ..b }),
+                    };
                 }
             }
             let entry = self.threads.get_mut(&tid).expect("entry present");
-            if !watch {
-                entry.born_cpuset = None;
-            }
+            entry.born = watch;
             entry.sample = s.clone();
             entry.zombie = is_zombie(state);
             return Ok(Some((s, true)));
@@ -605,7 +633,7 @@ impl Sampler {
             generation,
             complete: true,
             zombie: false,
-            born_cpuset: None,
+            born: None,
         };
         let Some((run, wait, slices)) = read_schedstat(&dir, &mut entry, &mut self.buf)? else {
             return Ok(None);
@@ -624,7 +652,7 @@ impl Sampler {
             self.threads.insert(tid, entry);
             return Ok(None);
         }
-        let Some(state) = read_details(&dir, &mut sample, &mut self.buf)? else {
+        let Some(state) = read_details(&dir, &mut sample, &mut self.buf, &mut None)? else {
             return Ok(None);
         };
         entry.zombie = is_zombie(state);
@@ -660,9 +688,13 @@ impl Sampler {
                 // user's own threads). Fewer than the group's: its
                 // program pinned it. Unknown (no cpuset read): neither.
                 match self.cpuset_of(&dir) {
-                    Some((path, cpus)) if cpus == allowed => {
+                    Some((cpuset, cpus)) if cpus == allowed => {
                         sample.affinity_narrowed = false;
-                        entry.born_cpuset = Some(path);
+                        entry.born = Some(Born {
+                            cpuset,
+                            mask: allowed,
+                            moved: false,
+                        });
                     }
                     Some((_, cpus)) if allowed.is_subset(&cpus) => {
                         sample.allowed = Some(allowed);
@@ -732,7 +764,14 @@ fn is_zombie(state: char) -> bool {
 
 /// Reads `stat`, `status` and `sched` into `s`; returns the thread's state
 /// (`stat` field 3), `None` when the thread is gone.
-fn read_details(dir: &Path, s: &mut ThreadSample, buf: &mut Vec<u8>) -> Result<Option<char>> {
+/// Reads a thread's `stat`, `status` and `sched` into `s`; `allowed`: its
+/// CPUs (`Cpus_allowed_list`) as `status` gives them.
+fn read_details(
+    dir: &Path,
+    s: &mut ThreadSample,
+    buf: &mut Vec<u8>,
+    allowed: &mut Option<CpuSet>,
+) -> Result<Option<char>> {
     let Some(stat) = read_small(&dir.join("stat"), buf)? else {
         return Ok(None);
     };
@@ -760,6 +799,8 @@ fn read_details(dir: &Path, s: &mut ThreadSample, buf: &mut Vec<u8>) -> Result<O
             s.voluntary_switches = v.parse().unwrap_or(s.voluntary_switches);
         } else if let Some(v) = value("nonvoluntary_ctxt_switches:") {
             s.involuntary_switches = v.parse().unwrap_or(s.involuntary_switches);
+        } else if let Some(v) = value("Cpus_allowed_list:") {
+            *allowed = crate::fsutil::parse_cpulist(&dir.join("status"), v).ok();
         } else if let Some(v) = value("Uid:") {
             s.uid = v
                 .split_whitespace()
@@ -987,6 +1028,7 @@ mod tests {
         put(4243, "1", "dedicated-cpu1", 1);
         put(4246, "0-1", "latency", 1);
         put(4245, "0", "latency", 1);
+        put(4248, "1", "dedicated-cpu1", 1);
         let mut sampler = Sampler::new(
             host.paths(),
             Scope::Pids(vec![4242]),
@@ -997,7 +1039,7 @@ mod tests {
         let snap = sampler.sample(0).unwrap();
         let by =
             |snap: &Snapshot, tid: u32| snap.threads.iter().find(|t| t.tid == tid).unwrap().clone();
-        for tid in [4243, 4246] {
+        for tid in [4243, 4246, 4248] {
             assert!(!by(&snap, tid).affinity_narrowed, "{tid}");
             assert_eq!(by(&snap, tid).allowed, None);
         }
@@ -1008,10 +1050,16 @@ mod tests {
         // kernel kept.
         put(4243, "0,2-3", "shared", 2);
         put(4246, "0", "shared", 2);
+        // 4248's program pinned it to CPU 1, its CPUs the same: corral's
+        // move (`pin`) is what says to look again.
+        sampler.pin(4248, 4242);
+        put(4248, "1", "latency", 2);
         let snap = sampler.sample(0).unwrap();
         assert!(!by(&snap, 4243).affinity_narrowed);
         assert!(by(&snap, 4246).affinity_narrowed);
         assert_eq!(by(&snap, 4246).allowed, Some("0".parse().unwrap()));
+        assert!(by(&snap, 4248).affinity_narrowed);
+        assert_eq!(by(&snap, 4248).allowed, Some("1".parse().unwrap()));
         // Out of its birth group with that group's CPUs: no longer watched.
         put(4243, "2", "shared", 3);
         let snap = sampler.sample(0).unwrap();

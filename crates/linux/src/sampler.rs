@@ -106,9 +106,9 @@ pub struct Sampler {
     /// `/<corral's root>/`: cgroup paths below it are corral's groups.
     own_groups: String,
     /// Where a thread's cpuset says which CPUs it gives: the v1 cpuset
-    /// hierarchy's mount (`cpuset.cpus`) or the unified one
-    /// (`cpuset.cpus.effective`), and whether it is v1; `None` when
-    /// corral writes no cpuset ([`Sampler::set_cpusets`]).
+    /// hierarchy's mount (`cpuset.effective_cpus`, else `cpuset.cpus`) or
+    /// the unified one (`cpuset.cpus.effective`), and whether it is v1;
+    /// `None` when corral writes no cpuset ([`Sampler::set_cpusets`]).
     cpusets: Option<(PathBuf, bool)>,
     /// The CPU sets corral's per-thread backend gives its groups: a thread
     /// born to a member inherits one, and corral, not its program, narrowed it.
@@ -762,10 +762,9 @@ fn is_zombie(state: char) -> bool {
     matches!(state, 'Z' | 'X')
 }
 
-/// Reads `stat`, `status` and `sched` into `s`; returns the thread's state
-/// (`stat` field 3), `None` when the thread is gone.
-/// Reads a thread's `stat`, `status` and `sched` into `s`; `allowed`: its
-/// CPUs (`Cpus_allowed_list`) as `status` gives them.
+/// Reads `stat`, `status` and `sched` into `s`, and into `allowed` the
+/// thread's CPUs as `status` gives them (`Cpus_allowed_list`); returns the
+/// thread's state (`stat` field 3), `None` when the thread is gone.
 fn read_details(
     dir: &Path,
     s: &mut ThreadSample,

@@ -206,6 +206,37 @@ impl Sampler {
         Some((path, cpus))
     }
 
+    /// A watched thread ([`Born`]) read again with CPUs `mask`; what is
+    /// still watched. Once corral moved it out, the kernel gave it the new
+    /// group's CPUs (v1's `cpuset_attach`; since Linux 6.2 within the mask
+    /// its program asked for, `user_cpus_ptr`): fewer than those, its
+    /// program pinned it (`s` says so). In a one-CPU group a pin cannot
+    /// show (an empty intersection falls back to the group's CPU): still
+    /// watched.
+    fn born_again(&self, b: Born, mask: CpuSet, dir: &Path, s: &mut ThreadSample) -> Option<Born> {
+        if self.online.is_subset(&mask) {
+            return None;
+        }
+        if !b.moved && mask == b.mask {
+            return Some(b);
+        }
+        match self.cpuset_of(dir) {
+            Some((path, cpus)) if cpus == mask => {
+                (path == b.cpuset || cpus.len() < 2).then_some(Born {
+                    cpuset: b.cpuset,
+                    mask,
+                    moved: false,
+                })
+            }
+            Some((_, cpus)) if mask.is_subset(&cpus) => {
+                s.affinity_narrowed = true;
+                s.allowed = Some(mask);
+                None
+            }
+            _ => Some(Born { mask, ..b }),
+        }
+    }
+
     /// Checks the scope's roots before the daemon starts: a `--scope-pid`
     /// that does not exist, or that is corral itself, is an error; one that
     /// is never managed itself (PID 1, an ancestor of corral such as the
@@ -583,37 +614,16 @@ impl Sampler {
             }
             let mut s = entry.sample.clone();
             let born = entry.born.clone();
+            // Only a watched thread's CPUs are parsed.
             let mut mask = None;
-            let Some(state) = read_details(&dir, &mut s, &mut self.buf, &mut mask)? else {
+            let want = born.is_some().then_some(&mut mask);
+            let Some(state) = read_details(&dir, &mut s, &mut self.buf, want)? else {
                 return Ok(None);
             };
-            // Born with its corral group's CPUs: once corral moved it out,
-            // the kernel gave it the new group's (v1's `cpuset_attach`;
-            // since Linux 6.2 within the mask its program asked for,
-            // `user_cpus_ptr`). Fewer than those: its program pinned it.
-            // In a one-CPU group a pin cannot show (an empty intersection
-            // falls back to the group's CPU): still watched.
-            let mut watch = born.clone();
-            if let (Some(b), Some(mask)) = (born, mask) {
-                if self.online.is_subset(&mask) {
-                    watch = None;
-                } else if b.moved || mask != b.mask {
-                    watch = match self.cpuset_of(&dir) {
-                        Some((path, cpus)) if cpus == mask => (path == b.cpuset || cpus.len() < 2)
-                            .then_some(Born {
-                                cpuset: b.cpuset,
-                                mask,
-                                moved: false,
-                            }),
-                        Some((_, cpus)) if mask.is_subset(&cpus) => {
-                            s.affinity_narrowed = true;
-                            s.allowed = Some(mask);
-                            None
-                        }
-                        _ => Some(Born { mask, ..b }),
-                    };
-                }
-            }
+            let watch = match (born, mask) {
+                (Some(b), Some(mask)) => self.born_again(b, mask, &dir, &mut s),
+                (b, _) => b,
+            };
             let entry = self.threads.get_mut(&tid).expect("entry present");
             entry.born = watch;
             entry.sample = s.clone();
@@ -652,7 +662,7 @@ impl Sampler {
             self.threads.insert(tid, entry);
             return Ok(None);
         }
-        let Some(state) = read_details(&dir, &mut sample, &mut self.buf, &mut None)? else {
+        let Some(state) = read_details(&dir, &mut sample, &mut self.buf, None)? else {
             return Ok(None);
         };
         entry.zombie = is_zombie(state);
@@ -762,14 +772,15 @@ fn is_zombie(state: char) -> bool {
     matches!(state, 'Z' | 'X')
 }
 
-/// Reads `stat`, `status` and `sched` into `s`, and into `allowed` the
-/// thread's CPUs as `status` gives them (`Cpus_allowed_list`); returns the
-/// thread's state (`stat` field 3), `None` when the thread is gone.
+/// Reads `stat`, `status` and `sched` into `s`, and into `allowed`, when
+/// asked, the thread's CPUs as `status` gives them (`Cpus_allowed_list`);
+/// returns the thread's state (`stat` field 3), `None` when the thread is
+/// gone.
 fn read_details(
     dir: &Path,
     s: &mut ThreadSample,
     buf: &mut Vec<u8>,
-    allowed: &mut Option<CpuSet>,
+    mut allowed: Option<&mut Option<CpuSet>>,
 ) -> Result<Option<char>> {
     let Some(stat) = read_small(&dir.join("stat"), buf)? else {
         return Ok(None);
@@ -798,8 +809,8 @@ fn read_details(
             s.voluntary_switches = v.parse().unwrap_or(s.voluntary_switches);
         } else if let Some(v) = value("nonvoluntary_ctxt_switches:") {
             s.involuntary_switches = v.parse().unwrap_or(s.involuntary_switches);
-        } else if let Some(v) = value("Cpus_allowed_list:") {
-            *allowed = crate::fsutil::parse_cpulist(&dir.join("status"), v).ok();
+        } else if let (Some(a), Some(v)) = (allowed.as_deref_mut(), value("Cpus_allowed_list:")) {
+            *a = crate::fsutil::parse_cpulist(&dir.join("status"), v).ok();
         } else if let Some(v) = value("Uid:") {
             s.uid = v
                 .split_whitespace()
@@ -957,17 +968,9 @@ mod tests {
             (4243, "1", "/corral/dedicated-cpu1"),
             (4244, "0-1", "/lab"),
         ] {
-            let task = format!("proc/4242/task/{tid}");
-            let stat = format!("{tid} (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-            host.write(&format!("{task}/stat"), &stat)
-                .write(&format!("{task}/schedstat"), "1000 0 1\n")
-                .write(
-                    &format!("{task}/status"),
-                    &format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n"),
-                )
-                .write(&format!("{task}/cgroup"), &format!("4:cpu,cpuacct:{cgroup}\n0::/\n"));
+            let cgroup = format!("4:cpu,cpuacct:{cgroup}\n0::/\n");
+            fake_thread(&host, tid, allowed, &cgroup, 1);
         }
-        host.write("proc/4242/stat", "4242 (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
         let mut sampler = Sampler::new(
             host.paths(),
             Scope::Pids(vec![4242]),
@@ -1005,22 +1008,9 @@ mod tests {
                 &format!("{cpus}\n"),
             );
         }
-        let stat = |tid: u32| {
-            format!("{tid} (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
-        };
-        host.write("proc/4242/stat", &stat(4242));
         let put = |tid: u32, allowed: &str, group: &str, slices: u32| {
-            let task = format!("proc/4242/task/{tid}");
-            host.write(&format!("{task}/stat"), &stat(tid))
-                .write(&format!("{task}/schedstat"), &format!("{slices}000 0 {slices}\n"))
-                .write(
-                    &format!("{task}/status"),
-                    &format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t{slices}\nnonvoluntary_ctxt_switches:\t0\n"),
-                )
-                .write(
-                    &format!("{task}/cgroup"),
-                    &format!("4:cpu,cpuacct:/corral/{group}\n3:cpuset:/corral/{group}\n0::/\n"),
-                );
+            let cgroup = format!("4:cpu,cpuacct:/corral/{group}\n3:cpuset:/corral/{group}\n0::/\n");
+            fake_thread(&host, tid, allowed, &cgroup, slices);
         };
         // Born in dedicated-cpu1 and in latency with the group's CPUs, and
         // in latency pinned to CPU 0.
@@ -1064,6 +1054,30 @@ mod tests {
         let snap = sampler.sample(0).unwrap();
         assert!(!by(&snap, 4243).affinity_narrowed);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Thread `tid` of process 4242 (a child of 1) in a fake procfs: its
+    /// CPUs, its `/proc/PID/cgroup` text and its timeslice count (a change
+    /// means it ran).
+    fn fake_thread(
+        host: &crate::fake::FakeHost,
+        tid: u32,
+        allowed: &str,
+        cgroup: &str,
+        slices: u32,
+    ) {
+        let stat = |tid: u32| {
+            format!("{tid} (t) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+        };
+        let task = format!("proc/4242/task/{tid}");
+        host.write("proc/4242/stat", &stat(4242))
+            .write(&format!("{task}/stat"), &stat(tid))
+            .write(&format!("{task}/schedstat"), &format!("{slices}000 0 {slices}\n"))
+            .write(
+                &format!("{task}/status"),
+                &format!("Name:\tt\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t{slices}\nnonvoluntary_ctxt_switches:\t0\n"),
+            )
+            .write(&format!("{task}/cgroup"), cgroup);
     }
 
     /// A one-thread process (child of 4242) in a fake procfs: its state

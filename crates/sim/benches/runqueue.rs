@@ -8,9 +8,9 @@
 //!   ([`Levels`]; removal searches level 2, 3, then 1);
 //! - `o1`: the O(1) scheduler's priority array, 140 lists and a bitmap
 //!   ([`PrioArray`]);
-//! - `cfs_tree`: fair.rs's own run-queue structure, `engine::OrderedSet`
-//!   keyed by (vruntime, id) — a sorted vector up to 256 entries, a B-tree
-//!   beyond — picked at its leftmost, as CFS picks.
+//! - `cfs_tree`: fair.rs's own run-queue structure, `sched::timeline::Timeline`
+//!   (a tree augmented with each subtree's smallest vruntime) keyed by
+//!   (vruntime, id), picked at its leftmost, as CFS picks.
 //!
 //! "pick" chooses the next task (the scan, the bitmap, the leftmost) on
 //! CPU 0, every task allowed; "requeue" takes a pseudo-random queued task
@@ -24,10 +24,11 @@
 //! `cargo bench -p corral-sim --bench runqueue` (about 2 minutes: 70
 //! points, 1 s of measurement each).
 
-use corral_sim::engine::{OrderedSet, Rng};
+use corral_sim::engine::Rng;
 use corral_sim::legacy::linux24::{OneList, RunQueue24, Task24, Tunables24};
 use corral_sim::legacy::mlq::Levels;
 use corral_sim::legacy::o1::PrioArray;
+use corral_sim::sched::timeline::Timeline;
 // (Its tests run as tests/runqueue_chart.rs: a bench without a harness runs none.)
 #[cfg_attr(test, allow(dead_code))]
 mod runqueue_chart;
@@ -45,7 +46,7 @@ const STRUCTURES: [(&str, &str); 7] = [
     ("mlq8", "multi-level, MEASURE 8"),
     ("mlq12", "multi-level, MEASURE 12"),
     ("o1", "O(1) bitmap array"),
-    ("cfs_tree", "CFS tree (OrderedSet)"),
+    ("cfs_tree", "CFS/EEVDF tree"),
 ];
 const OPS: [(&str, &str); 2] = [("pick", "pick next"), ("requeue", "enqueue + dequeue")];
 /// Pseudo-random tasks to requeue, cycled through.
@@ -148,20 +149,20 @@ fn bench_o1(c: &mut Criterion) {
 fn bench_tree(c: &mut Criterion) {
     for n in SIZES {
         let p = population(n, 2024);
-        let mut s: OrderedSet<(i64, usize)> = OrderedSet::default();
+        let mut s = Timeline::default();
         for t in 0..n {
-            s.insert((p.vruntime[t], t));
+            s.insert(p.vruntime[t], t, p.vruntime[t]);
         }
         measure(c, "pick", "cfs_tree", n, &mut |b| {
-            b.iter(|| black_box(s.first().copied()))
+            b.iter(|| black_box(s.first()))
         });
         let mut i = 0;
         measure(c, "requeue", "cfs_tree", n, &mut |b| {
             b.iter(|| {
                 i = (i + 1) % SEQ;
                 let t = p.seq[i];
-                black_box(s.remove(&(p.vruntime[t], t)));
-                s.insert((p.vruntime[t], t));
+                black_box(s.remove(p.vruntime[t], t));
+                s.insert(p.vruntime[t], t, p.vruntime[t]);
             })
         });
     }

@@ -7,7 +7,7 @@
 //! fires — O(log n) insertion and removal, no search.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Simulated time, nanoseconds since the start.
 pub type Ns = u64;
@@ -172,114 +172,6 @@ impl std::hash::Hasher for FxHasher {
 /// A HashMap with [`FxHasher`]; iteration order is still not to be relied on.
 pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
-/// An ordered set for run queues: a sorted vector while small (no
-/// allocation when it empties and fills again, as queues do all the time;
-/// cache-friendly scans), a B-tree once it holds more than 256 entries
-/// (back to the vector below 64).
-#[derive(Debug, Clone)]
-pub enum OrderedSet<T: Ord + Copy> {
-    Small(Vec<T>),
-    Big(BTreeSet<T>),
-}
-
-impl<T: Ord + Copy> Default for OrderedSet<T> {
-    fn default() -> Self {
-        OrderedSet::Small(Vec::new())
-    }
-}
-
-const SET_GROW: usize = 256;
-const SET_SHRINK: usize = 64;
-
-impl<T: Ord + Copy> OrderedSet<T> {
-    /// Adds `x`; false if it was there.
-    pub fn insert(&mut self, x: T) -> bool {
-        match self {
-            OrderedSet::Small(v) => match v.binary_search(&x) {
-                Ok(_) => false,
-                Err(i) => {
-                    v.insert(i, x);
-                    if v.len() > SET_GROW {
-                        *self = OrderedSet::Big(v.iter().copied().collect());
-                    }
-                    true
-                }
-            },
-            OrderedSet::Big(b) => b.insert(x),
-        }
-    }
-
-    /// Removes `x`; false if it was not there.
-    pub fn remove(&mut self, x: &T) -> bool {
-        match self {
-            OrderedSet::Small(v) => match v.binary_search(x) {
-                Ok(i) => {
-                    v.remove(i);
-                    true
-                }
-                Err(_) => false,
-            },
-            OrderedSet::Big(b) => {
-                let was = b.remove(x);
-                if b.len() < SET_SHRINK {
-                    *self = OrderedSet::Small(b.iter().copied().collect());
-                }
-                was
-            }
-        }
-    }
-
-    pub fn first(&self) -> Option<&T> {
-        match self {
-            OrderedSet::Small(v) => v.first(),
-            OrderedSet::Big(b) => b.first(),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        match self {
-            OrderedSet::Small(v) => v.len(),
-            OrderedSet::Big(b) => b.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// In order.
-    pub fn iter(&self) -> SetIter<'_, T> {
-        match self {
-            OrderedSet::Small(v) => SetIter::Small(v.iter()),
-            OrderedSet::Big(b) => SetIter::Big(b.iter()),
-        }
-    }
-}
-
-impl<'a, T: Ord + Copy> IntoIterator for &'a OrderedSet<T> {
-    type Item = &'a T;
-    type IntoIter = SetIter<'a, T>;
-    fn into_iter(self) -> SetIter<'a, T> {
-        self.iter()
-    }
-}
-
-/// [`OrderedSet::iter`].
-pub enum SetIter<'a, T> {
-    Small(std::slice::Iter<'a, T>),
-    Big(std::collections::btree_set::Iter<'a, T>),
-}
-
-impl<'a, T> Iterator for SetIter<'a, T> {
-    type Item = &'a T;
-    fn next(&mut self) -> Option<&'a T> {
-        match self {
-            SetIter::Small(i) => i.next(),
-            SetIter::Big(i) => i.next(),
-        }
-    }
-}
-
 /// SplitMix64 (Steele, Lea, Flood 2014): a small, fast generator whose
 /// output depends only on the seed — the simulator's only randomness.
 #[derive(Debug, Clone)]
@@ -321,27 +213,6 @@ mod tests {
         // Never in the past.
         q.at(3, "late");
         assert_eq!(q.pop(), Some((10, "late")));
-    }
-
-    #[test]
-    fn ordered_set_grows_into_a_tree_and_back_keeping_order() {
-        let mut s = OrderedSet::default();
-        let mut model = BTreeSet::new();
-        let mut rng = Rng::new(7);
-        for round in 0..20_000u64 {
-            let x = rng.below(600);
-            // Mostly insert for a while, then mostly remove: crosses both
-            // thresholds several times.
-            let insert = (round / 2000) % 2 == 0;
-            if insert == (rng.below(10) < 8) {
-                assert_eq!(s.insert(x), model.insert(x));
-            } else {
-                assert_eq!(s.remove(&x), model.remove(&x));
-            }
-            assert_eq!(s.len(), model.len());
-            assert_eq!(s.first(), model.first());
-        }
-        assert!(s.iter().eq(model.iter()));
     }
 
     #[test]

@@ -53,7 +53,9 @@
 //!   0.70 ms × the factor (`sysctl_sched_base_slice`), or the task's own
 //!   (`sched_attr.sched_runtime`, 0.1–100 ms). When v reaches d, a new
 //!   deadline and a resched (`update_deadline`).
-//! - `pick_eevdf`: among eligible entities the earliest deadline; curr
+//! - `pick_eevdf`: among eligible entities the earliest deadline, found in
+//!   O(log n) down the tree by each subtree's smallest vruntime
+//!   ([`crate::sched::timeline::Timeline`]); curr
 //!   keeps the CPU while `v < vprot` (RUN_TO_PARITY, `protect_slice`),
 //!   `vprot = min(d, v + min(queue's smallest slice, own slice))`, set
 //!   when a different entity is picked (`set_next_entity`), not renewed
@@ -104,11 +106,12 @@
 //! Both: SCHED_IDLE curr is preempted by any non-idle wake-up; woken
 //! SCHED_BATCH and SCHED_IDLE tasks never preempt.
 
-use crate::engine::{Ns, OrderedSet};
+use crate::engine::Ns;
 use crate::sched::features::{Feature, Features};
 use crate::sched::kernel::Policy;
 use crate::sched::kernel::{allows, SchedClass, TaskId, WakeCtx, Work};
 use crate::sched::pelt::{Pelt, SchedAvg, PELT_MIN_DIVIDER};
+use crate::sched::timeline::Timeline;
 use corral_core::share::{nice_to_weight, MIN_SHARES, NICE_0_WEIGHT};
 use std::collections::HashMap;
 
@@ -217,8 +220,9 @@ struct Entity {
 
 #[derive(Debug, Clone, Default)]
 struct CfsRq {
-    /// Queued entities but curr, by (vruntime or deadline, id).
-    tree: OrderedSet<(i64, EntityId)>,
+    /// Queued entities but curr, by (vruntime or deadline, id), each
+    /// subtree with its smallest vruntime.
+    tree: Timeline,
     curr: Option<EntityId>,
     /// Σ weight of the queued entities, curr included.
     load: u64,
@@ -540,7 +544,7 @@ impl Fair {
             self.entities[e].weight,
         );
         let r = &mut self.rqs[rq];
-        r.tree.insert((k, e));
+        r.tree.insert(k, e, v);
         r.sum_wv += v as i128 * w as i128;
         r.sum_w += w;
     }
@@ -552,7 +556,7 @@ impl Fair {
             self.entities[e].weight,
         );
         let r = &mut self.rqs[rq];
-        let was = r.tree.remove(&(k, e));
+        let was = r.tree.remove(k, e);
         debug_assert!(was, "entity {e} not in its tree");
         r.sum_wv -= v as i128 * w as i128;
         r.sum_w -= w;
@@ -615,7 +619,7 @@ impl Fair {
         let r = &self.rqs[rq];
         r.curr
             .into_iter()
-            .chain(r.tree.iter().map(|&(_, e)| e))
+            .chain(r.tree.iter().map(|(_, e)| e))
             .map(|e| self.entities[e].slice)
     }
 
@@ -708,31 +712,36 @@ impl Fair {
     }
 
     /// [`Fair::pick_eevdf`] and the entities it looked at (curr, then the
-    /// tree in deadline order up to the first eligible one).
+    /// tree's nodes on the way down).
     fn pick_eevdf_counted(&self, rq: RqId, protect: bool) -> (Option<EntityId>, u64) {
         let r = &self.rqs[rq];
-        let first = r.tree.first().map(|&(_, e)| e);
         if r.nr_queued == 1 {
-            return (r.curr.or(first), 1);
+            return (r.curr.or_else(|| r.tree.first().map(|(_, e)| e)), 1);
         }
         // Eligibility, v ≤ V, as Σ v·w ≥ v · Σ w (the sums once per pick).
         let (avg, load) = self.sums(rq);
-        let eligible = |e: EntityId| load == 0 || avg >= self.entities[e].vruntime as i128 * load;
-        let curr = r.curr.filter(|&c| eligible(c));
+        let eligible_v = |v: i64| load == 0 || avg >= v as i128 * load;
+        let curr = r.curr.filter(|&c| eligible_v(self.entities[c].vruntime));
         let mut looked = r.curr.is_some() as u64;
         if let Some(c) = curr {
             if protect && self.protect_slice(c) {
                 return (Some(c), looked);
             }
         }
-        // XXX: a scan in deadline order; the kernel skips ineligible
-        // subtrees with an augmented min-vruntime, O(log n).
-        let best = r.tree.iter().map(|&(_, e)| e).find(|&e| {
-            looked += 1;
-            eligible(e)
-        });
+        // `__pick_eevdf`: the earliest deadline among eligible entities,
+        // O(log n) down the tree by its subtrees' smallest vruntimes.
+        let (best, visited) = r.tree.first_eligible(eligible_v);
+        looked += visited;
+        debug_assert_eq!(
+            best,
+            r.tree
+                .iter()
+                .map(|(_, e)| e)
+                .find(|&e| eligible_v(self.entities[e].vruntime)),
+            "the descent and a scan in deadline order disagree on run queue {rq}"
+        );
         let pick = match (best, curr) {
-            (None, c) => c.or(first),
+            (None, c) => c.or_else(|| r.tree.first().map(|(_, e)| e)),
             (Some(b), Some(c)) if self.entities[c].deadline < self.entities[b].deadline => Some(c),
             (Some(b), _) => Some(b),
         };
@@ -745,7 +754,7 @@ impl Fair {
     fn pick_entity(&self, rq: RqId) -> (Option<EntityId>, u64) {
         match self.flavour {
             Flavour::Cfs => {
-                let e = self.rqs[rq].tree.first().map(|&(_, e)| e);
+                let e = self.rqs[rq].tree.first().map(|(_, e)| e);
                 (e, e.is_some() as u64)
             }
             Flavour::Eevdf => self.pick_eevdf_counted(rq, true),
@@ -771,7 +780,7 @@ impl Fair {
         }
         let r = &self.rqs[rq];
         let curr = r.curr.map(|c| self.entities[c].vruntime);
-        let left = r.tree.first().map(|&(v, _)| v);
+        let left = r.tree.first().map(|(v, _)| v);
         let target = match (curr, left) {
             (Some(c), Some(l)) => c.min(l),
             (Some(c), None) => c,
@@ -1470,7 +1479,7 @@ impl Fair {
         while let Some(rq) = stack.pop() {
             let r = &self.rqs[rq];
             ents.clear();
-            ents.extend(r.curr.into_iter().chain(r.tree.iter().map(|&(_, e)| e)));
+            ents.extend(r.curr.into_iter().chain(r.tree.iter().map(|(_, e)| e)));
             ents.sort_unstable_by_key(|&e| (self.entities[e].vruntime, e));
             for &e in ents.iter() {
                 match self.entities[e].my_rq {
@@ -1518,7 +1527,7 @@ impl Fair {
         let mut stack = vec![rq];
         while let Some(r) = stack.pop() {
             let q = &self.rqs[r];
-            for e in q.curr.into_iter().chain(q.tree.iter().map(|&(_, e)| e)) {
+            for e in q.curr.into_iter().chain(q.tree.iter().map(|(_, e)| e)) {
                 match self.entities[e].my_rq {
                     Some(child) if !self.rqs[child].throttled => stack.push(child),
                     Some(_) => {}
@@ -2748,7 +2757,7 @@ impl SchedClass for Fair {
             if ran < self.tun.min_granularity_ns {
                 continue;
             }
-            if let Some(&(lv, _)) = rq.tree.first() {
+            if let Some((lv, _)) = rq.tree.first() {
                 if en.vruntime - lv > ideal as i64 {
                     return true;
                 }
@@ -2992,7 +3001,7 @@ impl SchedClass for Fair {
             let mut stack = vec![self.groups[0].rqs[cpu]];
             let mut delayed = Vec::new();
             while let Some(rq) = stack.pop() {
-                for &(_, e) in &self.rqs[rq].tree {
+                for (_, e) in &self.rqs[rq].tree {
                     if self.entities[e].delayed {
                         delayed.push(e);
                     } else if let Some(child) = self.entities[e].my_rq {

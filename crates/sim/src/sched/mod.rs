@@ -12,3 +12,4 @@ pub mod kernel;
 pub mod machine;
 pub mod pelt;
 pub mod rt;
+pub mod timeline;

@@ -48,8 +48,9 @@ impl Measure {
                 "the 6.x balancer is modelled on one domain level, with active balancing \
                  only for a misfit task on CPUs of different capacities (on equal CPUs a \
                  running task never moves: need_active_balance after repeated failures is \
-                 not modelled), and a group entity's own load_avg is not propagated up the \
-                 hierarchy (propagate_entity_load_avg): where a thread shares a CPU on one \
+                 not modelled), and a task's arrival or departure does not reach its group \
+                 entity's own load_avg (propagate_entity_load_avg; a new weight does, at \
+                 once, as reweight_entity moves it): where a thread shares a CPU on one \
                  side and has one to itself on the other, its share differs"
             }
             Measure::WakeupP50 | Measure::ResponseP50 => {
@@ -86,12 +87,11 @@ impl Measure {
                  one domain level and active balancing only for misfit tasks, and its \
                  new-idle pulls wait for avg_idle >= 0.5 ms (the kernel's gate before 5.16; \
                  today's, the longest recent new-idle balance, cannot be read here); with \
-                 every CPU busy the live kernel moves threads more often than the model, by \
-                 the same paths (hackbench-groups: 142 moves in 8.75 s live untraced, 128 \
-                 with the machine's other threads traced, over half at wake-up; \
-                 simulated, its groups never move once gathered, and a few threads keep \
-                 0.16-0.26 of a CPU, the rest 0.08-0.10, against 0.08-0.18 live): what else unbalances \
-                 the live CPUs is not known"
+                 every CPU busy the balancer acts on the root queues' load_avg, which a group's \
+                 entity moves at once each time its runnable tasks on the CPU change \
+                 (calc_group_shares, reweight_entity; traced on hackbench-groups at 250 Hz: \
+                 the two CPUs' root load_avg differ by over 20 % at 31 % of ticks live, 29 % \
+                 simulated)"
             }
         }
     }

@@ -238,6 +238,10 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         self.fair.fair_rq(cpu)
     }
 
+    fn take_root_load_shift(&mut self, cpu: usize) -> (i64, i64) {
+        self.fair.take_root_load_shift(cpu)
+    }
+
     fn balance(
         &mut self,
         cpu: usize,

@@ -314,6 +314,10 @@ pub struct Fair {
     /// Each CPU's root queue's `load` (root queue `c` is `rqs[c]`), kept
     /// beside it in one dense array for the scans over every CPU.
     root_load: Vec<u64>,
+    /// Per CPU: what re-weighing root-level group entities moved the root
+    /// queue's `load_avg` and `load_sum` by since the machine last read
+    /// it ([`SchedClass::take_root_load_shift`]).
+    root_load_shift: Vec<(i64, i64)>,
     /// Of those, the tasks under a throttled group.
     throttled_nr: Vec<usize>,
     /// Groups with a bandwidth limit.
@@ -390,6 +394,7 @@ impl Fair {
             enqueue_resched: vec![0; ncpus],
             runnable: vec![0; ncpus],
             root_load: vec![0; ncpus],
+            root_load_shift: vec![(0, 0); ncpus],
             throttled_nr: vec![0; ncpus],
             limited: Vec::new(),
             scratch: Default::default(),
@@ -873,7 +878,7 @@ impl Fair {
         let task_load = match self.entities[e].attached {
             Some(a) if self.flavour == Flavour::Eevdf && self.rqs[a].se.is_some() => {
                 self.pelt_group_rq(a);
-                self.pelt_task(e);
+                self.pelt_entity(e);
                 let en = &self.entities[e];
                 let (la, ls) = (en.avg.load_avg, old * en.avg.load_sum);
                 let r = &mut self.rqs[a].avg;
@@ -886,6 +891,24 @@ impl Fair {
         let en = &self.entities[e];
         let (rq, on_rq) = (en.rq, en.on_rq);
         let in_tree = on_rq && self.rqs[rq].curr != Some(e);
+        // A queued group entity's load moves its parent queue's average at
+        // once (`reweight_entity`: `dequeue_load_avg`, then
+        //     load_avg = weight · load_sum / divider
+        // with load_sum its time queued, then `enqueue_load_avg`), not
+        // over PELT's half-life as the queue's weight alone would move it:
+        // (Δload_avg, Δload_sum) for the parent.
+        let group_shift =
+            if self.flavour == Flavour::Eevdf && on_rq && self.entities[e].my_rq.is_some() {
+                self.pelt_entity(e);
+                let a = &self.entities[e].avg;
+                let new_avg = w * a.load_sum / a.divider();
+                Some((
+                    new_avg as i64 - a.load_avg as i64,
+                    (w as i64 - old as i64) * a.load_sum as i64,
+                ))
+            } else {
+                None
+            };
         if self.flavour == Flavour::Eevdf && on_rq {
             let vrt = self.avg_vruntime(rq) as i128;
             let en = &self.entities[e];
@@ -916,6 +939,23 @@ impl Fair {
             self.pelt_group_rq(rq);
             self.rqs[rq].load = self.rqs[rq].load + w - old;
             self.sync_root_load(rq);
+        }
+        if let Some((d_avg, d_sum)) = group_shift {
+            self.entities[e].avg.update_load_avg(w);
+            if rq < self.ncpus {
+                // The root's average is the machine's (`Pelt`).
+                let s = &mut self.root_load_shift[rq];
+                s.0 += d_avg;
+                s.1 += d_sum;
+            } else {
+                // (`pelt_group_rq` brought it up to now above.)
+                let r = &mut self.rqs[rq].avg;
+                r.load_avg = r.load_avg.saturating_add_signed(d_avg);
+                r.load_sum = r
+                    .load_sum
+                    .saturating_add_signed(d_sum)
+                    .max(r.load_avg * PELT_MIN_DIVIDER);
+            }
         }
         if let Some(a) = task_load {
             let en = &mut self.entities[e];
@@ -966,11 +1006,15 @@ impl Fair {
     /// weight", delayed entities included).
     /// A task brings its own `load_avg` to the queue it joins and takes it
     /// from the one it leaves ([`Fair::attach_load`], [`Fair::detach_load`]).
-    /// XXX: a group entity's own `load_avg` is
-    /// not propagated to its parent's queue (`propagate_entity_load_avg`):
-    /// the parent's average follows the group entity's queued weight; the
-    /// floor is MIN_SHARES unscaled (2), where the kernel's is 2 of
-    /// `scale_load` units (2/1024).
+    /// A new weight moves the parent queue's average at once, by the
+    /// entity's `load_avg` at its new weight less that at its old
+    /// (`reweight_entity`; [`Fair::reweight`]): between two balancing
+    /// passes a group that gains runnable tasks on a CPU weighs more there
+    /// at once. XXX: what a task's arrival or departure does to its
+    /// group entity's own average (`propagate_entity_load_avg`,
+    /// `update_tg_cfs_load`) is not modelled: the entity's average is its
+    /// time queued at its weight; the floor is MIN_SHARES unscaled (2),
+    /// where the kernel's is 2 of `scale_load` units (2/1024).
     ///
     /// CFS era (2.6.32, `tg_shares_up`/`update_group_shares_cpu`):
     /// `weight = shares · load(cpu) / Σ load(all CPUs)` on the queues'
@@ -1084,8 +1128,10 @@ impl Fair {
     /// load_avg = weight · load_sum / divider
     /// ```
     ///
-    /// kept for what it brings to, and takes from, a group's queue.
-    fn pelt_task(&mut self, e: EntityId) {
+    /// kept for what it brings to, and takes from, a group's queue; for a
+    /// group entity, what a change of its weight moves its parent's
+    /// average by ([`Fair::reweight`]).
+    fn pelt_entity(&mut self, e: EntityId) {
         let now = self.clock;
         let en = &mut self.entities[e];
         let on = en.on_rq as u64;
@@ -1116,7 +1162,7 @@ impl Fair {
             en.avg.load_avg = en.weight;
         }
         // Aged to now first (a sleeper's load decayed over its sleep).
-        self.pelt_task(e);
+        self.pelt_entity(e);
         if self.rqs[rq].se.is_none() {
             // The root's queue keeps no average here (the machine's PELT
             // has the CPU's).
@@ -1153,7 +1199,7 @@ impl Fair {
         let Some(rq) = self.entities[e].attached.take() else {
             return;
         };
-        self.pelt_task(e);
+        self.pelt_entity(e);
         if self.rqs[rq].se.is_none() {
             return;
         }
@@ -1180,10 +1226,15 @@ impl Fair {
     }
 
     fn enqueue_entity(&mut self, rq: RqId, e: EntityId, wakeup: bool, now: Ns) {
+        if self.flavour == Flavour::Eevdf && self.entities[e].my_rq.is_some() {
+            // A group entity's own average (time queued), for its
+            // re-weighing.
+            self.pelt_entity(e);
+        }
         if self.flavour == Flavour::Eevdf && self.entities[e].task.is_some() {
             // `update_load_avg(cfs_rq, se, DO_ATTACH)`: the task's load
             // joins this queue if it is counted elsewhere (or nowhere).
-            self.pelt_task(e);
+            self.pelt_entity(e);
             if self.entities[e].attached != Some(rq) {
                 self.detach_load(e);
                 self.attach_load(rq, e);
@@ -1226,8 +1277,11 @@ impl Fair {
     /// Takes a queued entity off its queue; EEVDF keeps its lag (and, for
     /// a migration, its deadline relative to vruntime).
     fn dequeue_entity(&mut self, rq: RqId, e: EntityId, sleep: bool) {
+        if self.flavour == Flavour::Eevdf && self.entities[e].my_rq.is_some() {
+            self.pelt_entity(e);
+        }
         if self.flavour == Flavour::Eevdf && self.entities[e].task.is_some() {
-            self.pelt_task(e);
+            self.pelt_entity(e);
             if !sleep {
                 // Migrating (`detach_entity_cfs_rq` for
                 // TASK_ON_RQ_MIGRATING), moved between groups, or exiting:
@@ -2972,6 +3026,10 @@ impl SchedClass for Fair {
         self.asym_cpucap = None;
     }
 
+    fn take_root_load_shift(&mut self, cpu: usize) -> (i64, i64) {
+        std::mem::take(&mut self.root_load_shift[cpu])
+    }
+
     fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
         let root = &self.rqs[self.groups[0].rqs[cpu]];
         (
@@ -3974,6 +4032,85 @@ mod tests {
         assert!(load(&f, h1) < 5 && load(&f, h0) > 100);
         f.dequeue(0, 0, false, t0 + 296 * MS);
         assert!(load(&f, h0) < 5, "{}", load(&f, h0));
+    }
+
+    #[test]
+    fn a_group_entity_re_weighed_moves_its_parent_s_load_at_once() {
+        // reweight_entity: dequeue_load_avg, load_avg = weight ·
+        // load_sum / divider, enqueue_load_avg. A group queued for 200 ms
+        // on both CPUs gets a second task on CPU 0: calc_group_shares
+        // raises its entity there from about 512 to about 682 at once, and
+        // the root's load_avg must rise by as much (times the time the
+        // entity was queued, here nearly all), not over PELT's half-life.
+        const MS: Ns = 1_000_000;
+        let mut f = Fair::eevdf(2);
+        for t in 0..3 {
+            f.set_task_group(t, "/g").unwrap();
+        }
+        let g = f.by_path["/g"];
+        let t0 = 10 * MS;
+        f.enqueue(0, 0, true, t0);
+        f.enqueue(1, 1, true, t0);
+        assert_eq!(f.pick_next(0, t0), Some(0));
+        assert_eq!(f.pick_next(1, t0), Some(1));
+        for k in 1..=50 {
+            f.tick(0, t0 + k * 4 * MS);
+            f.tick(1, t0 + k * 4 * MS);
+        }
+        let se = f.rqs[f.groups[g].rqs[0]].se.expect("a group entity");
+        let _ = f.take_root_load_shift(0);
+        let w0 = f.entities[se].weight;
+        f.enqueue(0, 2, true, t0 + 200 * MS);
+        let (w1, avg1) = (f.entities[se].weight, f.entities[se].avg.load_avg);
+        assert!(w1 > w0 + 100, "{w0} -> {w1}");
+        let (d_avg, d_sum) = f.take_root_load_shift(0);
+        // The entity's own load_avg follows its new weight, and the root
+        // is told of the difference.
+        let queued = f.entities[se].avg.load_sum as f64 / f.entities[se].avg.divider() as f64;
+        assert!(queued > 0.95, "{queued}");
+        assert!(
+            (avg1 as f64 - w1 as f64 * queued).abs() < 2.0,
+            "{avg1} {w1} {queued}"
+        );
+        let moved = (w1 - w0) as f64 * queued;
+        assert!((d_avg as f64 - moved).abs() < 2.0, "{d_avg} {moved}");
+        assert_eq!(
+            d_sum,
+            (w1 as i64 - w0 as i64) * f.entities[se].avg.load_sum as i64
+        );
+        // Nothing is left to tell.
+        assert_eq!(f.take_root_load_shift(0), (0, 0));
+
+        // Nested: /p/c's entity sits on /p's queue, whose average moves
+        // the same way.
+        let mut f = Fair::eevdf(2);
+        for t in 0..3 {
+            f.set_task_group(t, "/p/c").unwrap();
+        }
+        let (p, c) = (f.by_path["/p"], f.by_path["/p/c"]);
+        f.enqueue(0, 0, true, t0);
+        f.enqueue(1, 1, true, t0);
+        f.pick_next(0, t0);
+        f.pick_next(1, t0);
+        for k in 1..=50 {
+            f.tick(0, t0 + k * 4 * MS);
+            f.tick(1, t0 + k * 4 * MS);
+        }
+        let pq = f.groups[p].rqs[0];
+        let cse = f.rqs[f.groups[c].rqs[0]].se.expect("a group entity");
+        f.clock = t0 + 200 * MS;
+        f.pelt_group_rq(pq);
+        let (cw0, before) = (f.entities[cse].weight, f.rqs[pq].avg.load_avg);
+        f.enqueue(0, 2, true, t0 + 200 * MS);
+        let cw1 = f.entities[cse].weight;
+        assert!(cw1 > cw0 + 100, "{cw0} -> {cw1}");
+        let after = f.rqs[pq].avg.load_avg;
+        // /p's queue holds /c's entity alone: its average is that
+        // entity's load, at its new weight.
+        assert!(
+            (after as f64 - (before as f64 + (cw1 - cw0) as f64 * queued)).abs() < 10.0,
+            "{before} -> {after}, {cw0} -> {cw1}"
+        );
     }
 
     #[test]

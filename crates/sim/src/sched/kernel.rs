@@ -279,6 +279,13 @@ pub trait SchedClass {
         let _ = cpu;
         (0, 0, false)
     }
+    /// What the class moved `cpu`'s root `cfs_rq` `load_avg` and
+    /// `load_sum` by since the last call (a group entity re-weighed at
+    /// the root: `reweight_entity`), for the machine's PELT to apply.
+    fn take_root_load_shift(&mut self, cpu: usize) -> (i64, i64) {
+        let _ = cpu;
+        (0, 0)
+    }
     /// Tasks on `cpu`'s run queue, curr included.
     fn nr_running(&self, cpu: usize) -> usize;
     /// The task running on `cpu`.
@@ -412,6 +419,9 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     }
     fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
         (**self).fair_rq(cpu)
+    }
+    fn take_root_load_shift(&mut self, cpu: usize) -> (i64, i64) {
+        (**self).take_root_load_shift(cpu)
     }
     fn nr_running(&self, cpu: usize) -> usize {
         (**self).nr_running(cpu)

@@ -1319,6 +1319,10 @@ impl<K: SchedClass> Machine<K> {
         if let Some(p) = self.pelt.as_mut() {
             let (weight, nr, running) = self.k.fair_rq(cpu);
             p.rq_sync(cpu, self.q.now(), weight, nr, running);
+            let (d_avg, d_sum) = self.k.take_root_load_shift(cpu);
+            if (d_avg, d_sum) != (0, 0) {
+                p.shift_load(cpu, d_avg, d_sum);
+            }
         }
     }
 

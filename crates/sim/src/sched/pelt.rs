@@ -390,6 +390,19 @@ impl Pelt {
         rq.running = running;
     }
 
+    /// Moves `cpu`'s root `cfs_rq` `load_avg` and `load_sum` by what an
+    /// entity's re-weighing moved its own (`dequeue_load_avg` and
+    /// `enqueue_load_avg` around `reweight_entity`); `load_sum` stays at
+    /// least `load_avg · PELT_MIN_DIVIDER`.
+    pub fn shift_load(&mut self, cpu: usize, d_avg: i64, d_sum: i64) {
+        let a = &mut self.rqs[cpu].avg;
+        a.load_avg = a.load_avg.saturating_add_signed(d_avg);
+        a.load_sum = a
+            .load_sum
+            .saturating_add_signed(d_sum)
+            .max(a.load_avg * PELT_MIN_DIVIDER);
+    }
+
     /// `cpu_load`: the root `cfs_rq`'s `load_avg`.
     pub fn cpu_load(&self, cpu: usize) -> u64 {
         self.rqs[cpu].avg.load_avg

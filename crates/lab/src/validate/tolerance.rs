@@ -90,7 +90,7 @@ impl Measure {
                  every CPU busy the balancer acts on the root queues' load_avg, which a group's \
                  entity moves at once each time its runnable tasks on the CPU change \
                  (calc_group_shares, reweight_entity; traced on hackbench-groups at 250 Hz: \
-                 the two CPUs' root load_avg differ by over 20 % at 31 % of ticks live, 29 % \
+                 the two CPUs' root load_avg differ by over 20 % at 31 % of ticks live, 28 % \
                  simulated)"
             }
         }

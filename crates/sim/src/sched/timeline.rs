@@ -12,9 +12,19 @@
 //! the code. A node's priority comes from a counter of insertions, hashed,
 //! so a run still depends on its input alone. Written by hand: no crate
 //! of the few this workspace allows keeps an augmented ordered tree.
+//!
+//! A queue of a few entities, the common case, is a sorted vector
+//! instead, scanned in order: at most [`GROW`] looked at, no pointers to
+//! chase. It becomes the tree past [`GROW`] and a vector again below
+//! [`SHRINK`].
 
 /// No node.
 const NIL: u32 = u32::MAX;
+
+/// The vector becomes a tree when it would hold more than this many.
+pub const GROW: usize = 256;
+/// The tree becomes a vector again when it holds fewer than this many.
+pub const SHRINK: usize = 64;
 
 #[derive(Debug, Clone, Copy)]
 struct Node {
@@ -33,6 +43,12 @@ struct Node {
 /// Queued entities by `(key, id)`, each with its vruntime.
 #[derive(Debug, Clone)]
 pub struct Timeline {
+    /// While not `big`: every entry, `(key, id, v)`, in order.
+    small: Vec<(i64, usize, i64)>,
+    big: bool,
+    /// [`GROW`] and [`SHRINK`] (smaller in tests, to cross them often).
+    grow: usize,
+    shrink: usize,
     nodes: Vec<Node>,
     free: Vec<u32>,
     root: u32,
@@ -44,6 +60,10 @@ pub struct Timeline {
 impl Default for Timeline {
     fn default() -> Self {
         Timeline {
+            small: Vec::new(),
+            big: false,
+            grow: GROW,
+            shrink: SHRINK,
             nodes: Vec::new(),
             free: Vec::new(),
             root: NIL,
@@ -62,6 +82,15 @@ fn spread(mut z: u64) -> u64 {
 }
 
 impl Timeline {
+    #[cfg(test)]
+    fn with_limits(grow: usize, shrink: usize) -> Timeline {
+        Timeline {
+            grow,
+            shrink,
+            ..Timeline::default()
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -164,6 +193,23 @@ impl Timeline {
     /// Queues entity `id` at `key` with vruntime `v` (`__enqueue_entity`).
     /// The caller never queues one `(key, id)` twice.
     pub fn insert(&mut self, key: i64, id: usize, v: i64) {
+        if !self.big {
+            let at = self.small.partition_point(|e| (e.0, e.1) < (key, id));
+            self.small.insert(at, (key, id, v));
+            self.len += 1;
+            if self.small.len() > self.grow {
+                self.big = true;
+                self.len = 0;
+                for (k, i, v) in std::mem::take(&mut self.small) {
+                    self.insert_node(k, i, v);
+                }
+            }
+            return;
+        }
+        self.insert_node(key, id, v);
+    }
+
+    fn insert_node(&mut self, key: i64, id: usize, v: i64) {
         self.seq += 1;
         let node = Node {
             key,
@@ -216,16 +262,54 @@ impl Timeline {
     /// Takes `(key, id)` out (`__dequeue_entity`); false if it was not
     /// queued.
     pub fn remove(&mut self, key: i64, id: usize) -> bool {
+        if !self.big {
+            let Ok(at) = self.small.binary_search_by(|e| (e.0, e.1).cmp(&(key, id))) else {
+                return false;
+            };
+            self.small.remove(at);
+            self.len -= 1;
+            return true;
+        }
         let (root, found) = self.remove_at(self.root, (key, id));
         self.root = root;
         if found {
             self.len -= 1;
         }
+        if self.len < self.shrink {
+            let mut small = std::mem::take(&mut self.small);
+            small.extend(self.entries());
+            self.nodes.clear();
+            self.free.clear();
+            self.root = NIL;
+            self.big = false;
+            self.small = small;
+        }
         found
+    }
+
+    /// The tree's entries in order, `(key, id, v)`.
+    fn entries(&self) -> Vec<(i64, usize, i64)> {
+        let mut out = Vec::with_capacity(self.len);
+        let mut stack = Vec::new();
+        let mut i = self.root;
+        loop {
+            while i != NIL {
+                stack.push(i);
+                i = self.n(i).left;
+            }
+            let Some(j) = stack.pop() else { break };
+            let n = self.n(j);
+            out.push((n.key, n.id, n.v));
+            i = n.right;
+        }
+        out
     }
 
     /// The leftmost entry (`__pick_first_entity`).
     pub fn first(&self) -> Option<(i64, usize)> {
+        if !self.big {
+            return self.small.first().map(|e| (e.0, e.1));
+        }
         let mut i = self.root;
         if i == NIL {
             return None;
@@ -242,6 +326,14 @@ impl Timeline {
     /// while the left subtree's smallest vruntime is eligible, takes the
     /// node if it is, else goes right.
     pub fn first_eligible(&self, eligible: impl Fn(i64) -> bool) -> (Option<usize>, u64) {
+        if !self.big {
+            let mut visited = 0;
+            let found = self.small.iter().find(|e| {
+                visited += 1;
+                eligible(e.2)
+            });
+            return (found.map(|e| e.1), visited);
+        }
         let (mut i, mut visited) = (self.root, 0);
         while i != NIL {
             visited += 1;
@@ -262,16 +354,21 @@ impl Timeline {
     pub fn iter(&self) -> Iter<'_> {
         let mut it = Iter {
             t: self,
+            small: self.small.iter(),
             stack: Vec::new(),
         };
-        it.descend(self.root);
+        if self.big {
+            it.descend(self.root);
+        }
         it
     }
 }
 
-/// [`Timeline::iter`]: an in-order walk.
+/// [`Timeline::iter`]: the vector's entries, or an in-order walk of the
+/// tree.
 pub struct Iter<'a> {
     t: &'a Timeline,
+    small: std::slice::Iter<'a, (i64, usize, i64)>,
     stack: Vec<u32>,
 }
 
@@ -287,6 +384,9 @@ impl Iter<'_> {
 impl Iterator for Iter<'_> {
     type Item = (i64, usize);
     fn next(&mut self) -> Option<(i64, usize)> {
+        if !self.t.big {
+            return self.small.next().map(|e| (e.0, e.1));
+        }
         let i = self.stack.pop()?;
         self.descend(self.t.n(i).right);
         Some(self.t.at(i))
@@ -322,7 +422,9 @@ mod tests {
         fn the_descent_finds_the_first_eligible_entity_in_key_order(
             ops in proptest::collection::vec((0i64..50, -40i64..40, 0u8..3, -40i64..40), 1..200)
         ) {
-            let mut t = Timeline::default();
+            // Limits of 8 and 3: the vector and the tree both, and the
+            // changes between them, many times over.
+            let mut t = Timeline::with_limits(8, 3);
             let mut list: Vec<(i64, usize, i64)> = Vec::new();
             for (id, (key, v, op, bound)) in ops.into_iter().enumerate() {
                 if op < 2 || list.is_empty() {
@@ -344,6 +446,16 @@ mod tests {
                 prop_assert_eq!(got, model_first(&list, bound));
                 prop_assert!(visited as usize <= list.len());
             }
+            // Emptied again (past the tree's shrinking back to a vector).
+            while let Some((k, i, _)) = list.pop() {
+                prop_assert!(t.remove(k, i));
+                let mut sorted = list.clone();
+                sorted.sort();
+                let want: Vec<(i64, usize)> = sorted.iter().map(|e| (e.0, e.1)).collect();
+                prop_assert_eq!(t.iter().collect::<Vec<_>>(), want);
+                prop_assert_eq!(t.first_eligible(|v| v <= 0).0, model_first(&list, 0));
+            }
+            prop_assert!(t.is_empty());
         }
     }
 

@@ -238,8 +238,8 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         self.fair.fair_rq(cpu)
     }
 
-    fn take_root_load_shift(&mut self, cpu: usize) -> (i64, i64) {
-        self.fair.take_root_load_shift(cpu)
+    fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
+        self.fair.take_root_reweigh()
     }
 
     fn balance(

@@ -314,10 +314,9 @@ pub struct Fair {
     /// Each CPU's root queue's `load` (root queue `c` is `rqs[c]`), kept
     /// beside it in one dense array for the scans over every CPU.
     root_load: Vec<u64>,
-    /// Per CPU: what re-weighing root-level group entities moved the root
-    /// queue's `load_avg` and `load_sum` by since the machine last read
-    /// it ([`SchedClass::take_root_load_shift`]).
-    root_load_shift: Vec<(i64, i64)>,
+    /// Root-level group entities re-weighed since the machine last asked
+    /// ([`SchedClass::take_root_reweigh`]), oldest first.
+    root_reweighs: std::collections::VecDeque<crate::sched::pelt::Reweigh>,
     /// Of those, the tasks under a throttled group.
     throttled_nr: Vec<usize>,
     /// Groups with a bandwidth limit.
@@ -394,7 +393,7 @@ impl Fair {
             enqueue_resched: vec![0; ncpus],
             runnable: vec![0; ncpus],
             root_load: vec![0; ncpus],
-            root_load_shift: vec![(0, 0); ncpus],
+            root_reweighs: std::collections::VecDeque::new(),
             throttled_nr: vec![0; ncpus],
             limited: Vec::new(),
             scratch: Default::default(),
@@ -891,24 +890,25 @@ impl Fair {
         let en = &self.entities[e];
         let (rq, on_rq) = (en.rq, en.on_rq);
         let in_tree = on_rq && self.rqs[rq].curr != Some(e);
-        // A queued group entity's load moves its parent queue's average at
-        // once (`reweight_entity`: `dequeue_load_avg`, then
+        // A group entity's load moves its parent queue's average at once
+        // (`reweight_entity`, queued or not: `dequeue_load_avg`, then
         //     load_avg = weight · load_sum / divider
         // with load_sum its time queued, then `enqueue_load_avg`), not
         // over PELT's half-life as the queue's weight alone would move it:
-        // (Δload_avg, Δload_sum) for the parent.
-        let group_shift =
-            if self.flavour == Flavour::Eevdf && on_rq && self.entities[e].my_rq.is_some() {
-                self.pelt_entity(e);
-                let a = &self.entities[e].avg;
-                let new_avg = w * a.load_sum / a.divider();
-                Some((
-                    new_avg as i64 - a.load_avg as i64,
-                    (w as i64 - old as i64) * a.load_sum as i64,
-                ))
-            } else {
-                None
-            };
+        // (old load_avg, old weight · load_sum, new, new). XXX: the
+        // entity's own average runs on the machine's clock and is never
+        // attached to its parent; the root's runs on the CPU's
+        // `clock_pelt` and holds the group's tasks' loads as they join
+        // and leave it (`Pelt::wake`, `Pelt::migrate`), so what it takes
+        // off is the entity's average, not what it holds of the entity.
+        let group_reweigh = if self.flavour == Flavour::Eevdf && self.entities[e].my_rq.is_some() {
+            self.pelt_entity(e);
+            let a = &self.entities[e].avg;
+            let (ls, div) = (a.load_sum, a.divider());
+            Some((a.load_avg, old * ls, w * ls / div, w * ls))
+        } else {
+            None
+        };
         if self.flavour == Flavour::Eevdf && on_rq {
             let vrt = self.avg_vruntime(rq) as i128;
             let en = &self.entities[e];
@@ -940,20 +940,31 @@ impl Fair {
             self.rqs[rq].load = self.rqs[rq].load + w - old;
             self.sync_root_load(rq);
         }
-        if let Some((d_avg, d_sum)) = group_shift {
+        if let Some((old_avg, old_sum, new_avg, new_sum)) = group_reweigh {
             self.entities[e].avg.update_load_avg(w);
             if rq < self.ncpus {
-                // The root's average is the machine's (`Pelt`).
-                let s = &mut self.root_load_shift[rq];
-                s.0 += d_avg;
-                s.1 += d_sum;
+                // The root's average is the machine's (`Pelt::reweigh`).
+                self.root_reweighs.push_back(crate::sched::pelt::Reweigh {
+                    cpu: rq,
+                    old_avg,
+                    old_sum,
+                    new_avg,
+                    new_sum,
+                });
             } else {
-                // (`pelt_group_rq` brought it up to now above.)
+                // XXX: the queue tells its group of its new average at its
+                // next update (`update_tg_load_avg`), where the kernel has
+                // told it of the old one just before; the difference is
+                // applied, without the kernel's clamp between the two
+                // steps, as at the root (`Pelt::reweigh`).
+                self.pelt_group_rq(rq);
                 let r = &mut self.rqs[rq].avg;
-                r.load_avg = r.load_avg.saturating_add_signed(d_avg);
+                r.load_avg = r
+                    .load_avg
+                    .saturating_add_signed(new_avg as i64 - old_avg as i64);
                 r.load_sum = r
                     .load_sum
-                    .saturating_add_signed(d_sum)
+                    .saturating_add_signed(new_sum as i64 - old_sum as i64)
                     .max(r.load_avg * PELT_MIN_DIVIDER);
             }
         }
@@ -3026,8 +3037,8 @@ impl SchedClass for Fair {
         self.asym_cpucap = None;
     }
 
-    fn take_root_load_shift(&mut self, cpu: usize) -> (i64, i64) {
-        std::mem::take(&mut self.root_load_shift[cpu])
+    fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
+        self.root_reweighs.pop_front()
     }
 
     fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
@@ -4038,10 +4049,12 @@ mod tests {
     fn a_group_entity_re_weighed_moves_its_parent_s_load_at_once() {
         // reweight_entity: dequeue_load_avg, load_avg = weight ·
         // load_sum / divider, enqueue_load_avg. A group queued for 200 ms
-        // on both CPUs gets a second task on CPU 0: calc_group_shares
-        // raises its entity there from about 512 to about 682 at once, and
-        // the root's load_avg must rise by as much (times the time the
-        // entity was queued, here nearly all), not over PELT's half-life.
+        // on both CPUs, then asleep 64 ms, gets a second task on CPU 0:
+        // calc_group_shares raises its entity there from about 512 to
+        // about 682 at once, and the root's load_avg must rise by as much
+        // times the entity's time queued (PELT: 1 − y^195 ≈ 0.985 after
+        // 200 ms, times y^62.5 ≈ 0.259 after 64 ms asleep), not over
+        // PELT's half-life; and fall again when that task sleeps.
         const MS: Ns = 1_000_000;
         let mut f = Fair::eevdf(2);
         for t in 0..3 {
@@ -4057,29 +4070,47 @@ mod tests {
             f.tick(0, t0 + k * 4 * MS);
             f.tick(1, t0 + k * 4 * MS);
         }
+        let t1 = t0 + 200 * MS;
+        f.dequeue(0, 0, true, t1);
+        f.dequeue(1, 1, true, t1);
+        let t2 = t1 + 64 * MS;
+        f.enqueue(0, 0, true, t2);
+        f.enqueue(1, 1, true, t2);
         let se = f.rqs[f.groups[g].rqs[0]].se.expect("a group entity");
-        let _ = f.take_root_load_shift(0);
+        while f.take_root_reweigh().is_some() {}
+        // What the root of CPU 0 is told, summed.
+        let told = |f: &mut Fair| {
+            let mut d = 0i64;
+            while let Some(r) = f.take_root_reweigh() {
+                if r.cpu == 0 {
+                    d += r.new_avg as i64 - r.old_avg as i64;
+                }
+            }
+            d
+        };
         let w0 = f.entities[se].weight;
-        f.enqueue(0, 2, true, t0 + 200 * MS);
-        let (w1, avg1) = (f.entities[se].weight, f.entities[se].avg.load_avg);
+        f.enqueue(0, 2, true, t2);
+        let w1 = f.entities[se].weight;
         assert!(w1 > w0 + 100, "{w0} -> {w1}");
-        let (d_avg, d_sum) = f.take_root_load_shift(0);
-        // The entity's own load_avg follows its new weight, and the root
-        // is told of the difference.
         let queued = f.entities[se].avg.load_sum as f64 / f.entities[se].avg.divider() as f64;
-        assert!(queued > 0.95, "{queued}");
+        assert!((0.22..0.29).contains(&queued), "{queued}");
+        let up = told(&mut f);
+        let want = (w1 - w0) as f64 * queued;
+        assert!((up as f64 - want).abs() < 2.0, "{up} {want}");
+        let avg = f.entities[se].avg.load_avg as f64;
         assert!(
-            (avg1 as f64 - w1 as f64 * queued).abs() < 2.0,
-            "{avg1} {w1} {queued}"
+            (avg - w1 as f64 * queued).abs() < 2.0,
+            "{avg} {w1} {queued}"
         );
-        let moved = (w1 - w0) as f64 * queued;
-        assert!((d_avg as f64 - moved).abs() < 2.0, "{d_avg} {moved}");
-        assert_eq!(
-            d_sum,
-            (w1 as i64 - w0 as i64) * f.entities[se].avg.load_sum as i64
-        );
-        // Nothing is left to tell.
-        assert_eq!(f.take_root_load_shift(0), (0, 0));
+        // The second task sleeps: the entity weighs less (not back where
+        // it was: the sleeper's load stays on the group's queue, blocked),
+        // and the root is told so.
+        f.dequeue(0, 2, true, t2);
+        let w2 = f.entities[se].weight;
+        assert!(w2 + 20 < w1, "{w1} -> {w2}");
+        let down = told(&mut f);
+        let want = (w2 as f64 - w1 as f64) * queued;
+        assert!((down as f64 - want).abs() < 2.0, "{down} {want}");
 
         // Nested: /p/c's entity sits on /p's queue, whose average moves
         // the same way.
@@ -4098,18 +4129,19 @@ mod tests {
         }
         let pq = f.groups[p].rqs[0];
         let cse = f.rqs[f.groups[c].rqs[0]].se.expect("a group entity");
-        f.clock = t0 + 200 * MS;
+        f.clock = t1;
         f.pelt_group_rq(pq);
         let (cw0, before) = (f.entities[cse].weight, f.rqs[pq].avg.load_avg);
-        f.enqueue(0, 2, true, t0 + 200 * MS);
+        f.enqueue(0, 2, true, t1);
         let cw1 = f.entities[cse].weight;
         assert!(cw1 > cw0 + 100, "{cw0} -> {cw1}");
-        let after = f.rqs[pq].avg.load_avg;
         // /p's queue holds /c's entity alone: its average is that
-        // entity's load, at its new weight.
+        // entity's load, at its new weight (queued 0.985 of the time).
+        let moved = (f.rqs[pq].avg.load_avg as f64 - before as f64) / (cw1 - cw0) as f64;
         assert!(
-            (after as f64 - (before as f64 + (cw1 - cw0) as f64 * queued)).abs() < 10.0,
-            "{before} -> {after}, {cw0} -> {cw1}"
+            (0.95..1.0).contains(&moved),
+            "{before} -> {}, {cw0} -> {cw1}",
+            f.rqs[pq].avg.load_avg
         );
     }
 

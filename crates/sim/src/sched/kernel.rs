@@ -279,12 +279,11 @@ pub trait SchedClass {
         let _ = cpu;
         (0, 0, false)
     }
-    /// What the class moved `cpu`'s root `cfs_rq` `load_avg` and
-    /// `load_sum` by since the last call (a group entity re-weighed at
-    /// the root: `reweight_entity`), for the machine's PELT to apply.
-    fn take_root_load_shift(&mut self, cpu: usize) -> (i64, i64) {
-        let _ = cpu;
-        (0, 0)
+    /// The next entity of a root `cfs_rq` re-weighed since the last
+    /// call (a group entity: `reweight_entity`), oldest first, for the
+    /// machine's PELT to apply ([`crate::sched::pelt::Pelt::reweigh`]).
+    fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
+        None
     }
     /// Tasks on `cpu`'s run queue, curr included.
     fn nr_running(&self, cpu: usize) -> usize;
@@ -420,8 +419,8 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     fn fair_rq(&self, cpu: usize) -> (u64, u64, bool) {
         (**self).fair_rq(cpu)
     }
-    fn take_root_load_shift(&mut self, cpu: usize) -> (i64, i64) {
-        (**self).take_root_load_shift(cpu)
+    fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
+        (**self).take_root_reweigh()
     }
     fn nr_running(&self, cpu: usize) -> usize {
         (**self).nr_running(cpu)

@@ -1098,6 +1098,9 @@ impl<K: SchedClass> Machine<K> {
     /// the wake-up, and what the wake-up set in motion at that instant —
     /// a preemption, a pick — is still to come).
     pub fn run_until(&mut self, end: Ns) -> bool {
+        // What a resource manager changed meanwhile (shares, groups,
+        // nice values) may have re-weighed root-level group entities.
+        self.reweigh_roots();
         let mut stopped = false;
         while let Some(at) = self.q.peek_time() {
             if at > end {
@@ -1319,10 +1322,20 @@ impl<K: SchedClass> Machine<K> {
         if let Some(p) = self.pelt.as_mut() {
             let (weight, nr, running) = self.k.fair_rq(cpu);
             p.rq_sync(cpu, self.q.now(), weight, nr, running);
-            let (d_avg, d_sum) = self.k.take_root_load_shift(cpu);
-            if (d_avg, d_sum) != (0, 0) {
-                p.shift_load(cpu, d_avg, d_sum);
-            }
+        }
+        self.reweigh_roots();
+    }
+
+    /// Applies the root-level entities re-weighed meanwhile, on any CPU
+    /// (`reweight_entity`): each root average first accrues up to now with
+    /// its queue's state until now, as `update_load_avg` brings it up to
+    /// date before `update_cfs_group`.
+    fn reweigh_roots(&mut self) {
+        let Some(p) = self.pelt.as_mut() else { return };
+        while let Some(r) = self.k.take_root_reweigh() {
+            let (weight, nr, running) = self.k.fair_rq(r.cpu);
+            p.rq_sync(r.cpu, self.q.now(), weight, nr, running);
+            p.reweigh(&r);
         }
     }
 

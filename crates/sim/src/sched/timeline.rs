@@ -420,13 +420,15 @@ mod tests {
         /// enqueues and dequeues.
         #[test]
         fn the_descent_finds_the_first_eligible_entity_in_key_order(
-            ops in proptest::collection::vec((0i64..50, -40i64..40, 0u8..3, -40i64..40), 1..200)
+            ops in proptest::collection::vec((0i64..50, -40i64..40, 0u8..4, -40i64..40), 1..300)
         ) {
             // Limits of 8 and 3: the vector and the tree both, and the
             // changes between them, many times over.
             let mut t = Timeline::with_limits(8, 3);
             let mut list: Vec<(i64, usize, i64)> = Vec::new();
             for (id, (key, v, op, bound)) in ops.into_iter().enumerate() {
+                // As many enqueues as dequeues: a walk that
+                // wanders across both limits.
                 if op < 2 || list.is_empty() {
                     t.insert(key, id, v);
                     list.push((key, id, v));

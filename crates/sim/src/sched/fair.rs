@@ -954,18 +954,11 @@ impl Fair {
             } else {
                 // XXX: the queue tells its group of its new average at its
                 // next update (`update_tg_load_avg`), where the kernel has
-                // told it of the old one just before; the difference is
-                // applied, without the kernel's clamp between the two
-                // steps, as at the root (`Pelt::reweigh`).
+                // told it of the old one just before.
                 self.pelt_group_rq(rq);
-                let r = &mut self.rqs[rq].avg;
-                r.load_avg = r
-                    .load_avg
-                    .saturating_add_signed(new_avg as i64 - old_avg as i64);
-                r.load_sum = r
-                    .load_sum
-                    .saturating_add_signed(new_sum as i64 - old_sum as i64)
-                    .max(r.load_avg * PELT_MIN_DIVIDER);
+                self.rqs[rq]
+                    .avg
+                    .reweigh_entity(old_avg, old_sum, new_avg, new_sum);
             }
         }
         if let Some(a) = task_load {

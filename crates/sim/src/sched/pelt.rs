@@ -216,6 +216,28 @@ impl SchedAvg {
         PELT_MIN_DIVIDER + self.period_contrib as u64
     }
 
+    /// `reweight_entity` on an entity of this `cfs_rq`: the entity's
+    /// load leaves at its old weight (`dequeue_load_avg`) and comes back
+    /// at its new one (`enqueue_load_avg`), `load_avg` and
+    /// `weight · load_sum` each; `load_sum` stays at least `load_avg ·
+    /// PELT_MIN_DIVIDER`. XXX: the difference is applied, the kernel's
+    /// clamp at zero between the two steps is not: a queue's average here
+    /// also takes and gives a grouped task's own load when it changes CPU
+    /// (`Pelt::migrate`), where the kernel's root holds only its group
+    /// entity's, so it can hold less than the entity's old load where the
+    /// kernel's cannot, and a clamp there would inflate it (on the kept
+    /// hackbench-groups sets, 26 and 25 measures of 32 met with it, 31 and
+    /// 27 without).
+    pub fn reweigh_entity(&mut self, old_avg: u64, old_sum: u64, new_avg: u64, new_sum: u64) {
+        self.load_avg = self
+            .load_avg
+            .saturating_add_signed(new_avg as i64 - old_avg as i64);
+        self.load_sum = self
+            .load_sum
+            .saturating_add_signed(new_sum as i64 - old_sum as i64)
+            .max(self.load_avg * PELT_MIN_DIVIDER);
+    }
+
     /// `___update_load_avg(sa, load)`.
     pub fn update_load_avg(&mut self, weight: u64) {
         let divider = self.divider();
@@ -402,26 +424,12 @@ impl Pelt {
         rq.running = running;
     }
 
-    /// `reweight_entity` on an entity of `cpu`'s root `cfs_rq`: its load
-    /// leaves at its old weight (`dequeue_load_avg`) and comes back at its
-    /// new one (`enqueue_load_avg`); `load_sum` stays at least
-    /// `load_avg · PELT_MIN_DIVIDER`. XXX: the difference is applied, the
-    /// kernel's clamp at zero between the two steps is not: this average
-    /// also takes and gives a grouped task's own load when it changes CPU
-    /// (`Pelt::migrate`), where the kernel's root holds only its group
-    /// entity's, so it can hold less than the entity's old load where the
-    /// kernel's cannot, and a clamp there would inflate it (on the kept
-    /// hackbench-groups sets, 26 and 25 measures of 32 met with it, 31 and
-    /// 27 without).
+    /// `reweight_entity` on an entity of `cpu`'s root `cfs_rq`
+    /// ([`SchedAvg::reweigh_entity`]).
     pub fn reweigh(&mut self, r: &Reweigh) {
-        let a = &mut self.rqs[r.cpu].avg;
-        a.load_avg = a
-            .load_avg
-            .saturating_add_signed(r.new_avg as i64 - r.old_avg as i64);
-        a.load_sum = a
-            .load_sum
-            .saturating_add_signed(r.new_sum as i64 - r.old_sum as i64)
-            .max(a.load_avg * PELT_MIN_DIVIDER);
+        self.rqs[r.cpu]
+            .avg
+            .reweigh_entity(r.old_avg, r.old_sum, r.new_avg, r.new_sum);
     }
 
     /// `cpu_load`: the root `cfs_rq`'s `load_avg`.

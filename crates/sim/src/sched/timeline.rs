@@ -289,20 +289,13 @@ impl Timeline {
 
     /// The tree's entries in order, `(key, id, v)`.
     fn entries(&self) -> Vec<(i64, usize, i64)> {
-        let mut out = Vec::with_capacity(self.len);
-        let mut stack = Vec::new();
-        let mut i = self.root;
-        loop {
-            while i != NIL {
-                stack.push(i);
-                i = self.n(i).left;
-            }
-            let Some(j) = stack.pop() else { break };
-            let n = self.n(j);
-            out.push((n.key, n.id, n.v));
-            i = n.right;
-        }
-        out
+        let mut walk = self.iter();
+        std::iter::from_fn(|| walk.next_node())
+            .map(|i| {
+                let n = self.n(i);
+                (n.key, n.id, n.v)
+            })
+            .collect()
     }
 
     /// The leftmost entry (`__pick_first_entity`).
@@ -379,6 +372,13 @@ impl Iter<'_> {
             i = self.t.n(i).left;
         }
     }
+
+    /// The tree's next node in order.
+    fn next_node(&mut self) -> Option<u32> {
+        let i = self.stack.pop()?;
+        self.descend(self.t.n(i).right);
+        Some(i)
+    }
 }
 
 impl Iterator for Iter<'_> {
@@ -387,9 +387,7 @@ impl Iterator for Iter<'_> {
         if !self.t.big {
             return self.small.next().map(|e| (e.0, e.1));
         }
-        let i = self.stack.pop()?;
-        self.descend(self.t.n(i).right);
-        Some(self.t.at(i))
+        self.next_node().map(|i| self.t.at(i))
     }
 }
 

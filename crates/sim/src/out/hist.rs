@@ -42,9 +42,17 @@ fn lower(i: usize) -> u64 {
     (SUB + sub) << group
 }
 
-/// Non-negative values (ns).
+/// Non-negative values (ns). `repr(C)`, in the order written: what
+/// [`Histogram::record`] reads every time first (a value lands in the
+/// same cache line or two, however many blocks it has).
 #[derive(Debug, Clone, Serialize)]
+#[repr(C)]
 pub struct Histogram {
+    #[serde(skip)]
+    sum: u128,
+    pub count: u64,
+    pub min: u64,
+    pub max: u64,
     #[serde(skip)]
     raw: Vec<u64>,
     /// The allocated blocks of buckets, in the order first used.
@@ -54,11 +62,6 @@ pub struct Histogram {
     /// one (0: not allocated).
     #[serde(skip)]
     slot: [u8; BLOCKS],
-    pub count: u64,
-    pub min: u64,
-    pub max: u64,
-    #[serde(skip)]
-    sum: u128,
 }
 
 impl Default for Histogram {

@@ -325,6 +325,8 @@ pub struct Fair {
     scratch: (Vec<TaskId>, Vec<RqId>, Vec<EntityId>),
     /// [`Fair::pick_next_path`]'s list, kept between picks.
     pick_path: Vec<EntityId>,
+    /// [`Fair::enqueue`]'s list of the queues `enqueue_entity` charges.
+    enqueue_rqs: Vec<RqId>,
     /// Balancing attempts per CPU that found an imbalance and moved
     /// nothing, in a row (`sd->nr_balance_failed`).
     balance_failed: Vec<u32>,
@@ -398,6 +400,7 @@ impl Fair {
             limited: Vec::new(),
             scratch: Default::default(),
             pick_path: Vec::new(),
+            enqueue_rqs: Vec::new(),
             balance_failed: vec![0; ncpus],
             interactive: Vec::new(),
             nr_idle_scan: ncpus,
@@ -824,6 +827,20 @@ impl Fair {
     /// which on a live machine never falls on the very nanosecond of a
     /// wake-up, always asks).
     fn update_curr_levels(&mut self, cpu: usize, now: Ns, always: bool) -> u32 {
+        self.update_curr_levels_on(cpu, now, always, &[], false)
+    }
+
+    /// [`Fair::update_curr_levels`] for the levels whose queue is in
+    /// `rqs` (`inside`) or is not (`!inside`); the others are left as
+    /// last charged.
+    fn update_curr_levels_on(
+        &mut self,
+        cpu: usize,
+        now: Ns,
+        always: bool,
+        rqs: &[RqId],
+        inside: bool,
+    ) -> u32 {
         self.clock = self.clock.max(now);
         let Some(t) = self.running[cpu] else {
             return 0;
@@ -833,6 +850,10 @@ impl Fair {
         let mut next = Some(self.tasks[t].entity);
         while let Some(e) = next {
             next = self.parent(e);
+            if rqs.contains(&self.entities[e].rq) != inside {
+                level += 1;
+                continue;
+            }
             let delta = now.saturating_sub(self.entities[e].exec_start);
             let dv = self.delta_fair(delta, e);
             let en = &mut self.entities[e];
@@ -2654,6 +2675,7 @@ impl SchedClass for Fair {
             // 561 set need_resched, the woken task 0-300 µs of virtual
             // time behind curr. Charged first, the model re-placed it
             // level with curr (DELAY_ZERO) and it never preempted.)
+            debug_assert!(wakeup, "only a wake-up finds its task delayed");
             debug_assert_eq!(self.entities[entity].rq, self.groups[group].rqs[cpu]);
             self.requeue_delayed(entity);
             self.enqueue_resched[cpu] = self.update_curr_levels(cpu, now, true);
@@ -2686,8 +2708,25 @@ impl SchedClass for Fair {
         // first, paper 001's drawing thread answers in 110 ms without a
         // boost and 120 ms at nice -5 (one HZ-100 tick worse; 150 and 100
         // before), a change to its reproduction not yet understood.
+        // Only the queues `enqueue_entity` is called on are charged here
+        // (the task's, then each one whose group entity is not queued
+        // yet); the levels above are charged after the walk, so a
+        // delayed group entity met on the way is requeued against its
+        // queue's curr as last charged, as `requeue_delayed_entity`
+        // takes it (see the delayed task above).
+        let mut charged = std::mem::take(&mut self.enqueue_rqs);
         if self.flavour == Flavour::Eevdf {
-            self.enqueue_resched[cpu] = self.update_curr_levels(cpu, now, true);
+            charged.clear();
+            let mut r = first;
+            charged.push(r);
+            while let Some(se) = self.rqs[r].se {
+                if self.entities[se].on_rq || self.rqs[r].throttled {
+                    break;
+                }
+                r = self.entities[se].rq;
+                charged.push(r);
+            }
+            self.enqueue_resched[cpu] = self.update_curr_levels_on(cpu, now, true, &charged, true);
         }
         let (mut e, mut rq) = (entity, first);
         // Queue the task, then each group entity that was not queued yet;
@@ -2699,11 +2738,6 @@ impl SchedClass for Fair {
                     e = se;
                     rq = self.entities[se].rq;
                 }
-                // XXX: every level's curr was charged above; the kernel
-                // has charged only the levels below this one
-                // (`enqueue_entity`'s `update_curr` of each), so it takes
-                // this group entity's lag against its queue's curr as last
-                // charged, as for a delayed task above.
                 Some(se) if self.entities[se].delayed => {
                     self.requeue_delayed(se);
                     break;
@@ -2711,6 +2745,14 @@ impl SchedClass for Fair {
                 _ => break,
             }
         }
+        if self.flavour == Flavour::Eevdf {
+            // XXX: the kernel charges these levels later (a re-weighing of
+            // curr's entity, the wake-up check, the tick); every one is
+            // charged now, before the groups above are re-weighed.
+            self.enqueue_resched[cpu] |=
+                self.update_curr_levels_on(cpu, now, true, &charged, false);
+        }
+        self.enqueue_rqs = charged;
         self.slice_up(rq);
         self.update_shares_up(first);
     }
@@ -3463,6 +3505,43 @@ mod tests {
         // Charged, task 1 is 0.1 ms past it: task 0 is the eligible one.
         assert_eq!(f.entities[e1].vruntime, v0 + 100_000);
         assert!(f.eligible(rq, e0) && !f.eligible(rq, e1));
+        assert!(f.check_preempt_wakeup(0, 0, 1_000_000));
+    }
+
+    /// The same for a delayed group entity met on the way up
+    /// (`enqueue_task_fair`'s first walk): only the queues below it were
+    /// charged (`enqueue_entity`'s `update_curr` of each), so it is
+    /// requeued against its own queue's curr as last charged.
+    #[test]
+    fn a_delayed_group_entity_is_requeued_against_its_queue_s_curr_as_last_charged() {
+        let mut f = Fair::eevdf(1);
+        f.set_task_group(0, "/a").unwrap();
+        f.set_task_group(1, "/b").unwrap();
+        let root = f.groups[0].rqs[0];
+        // Task 1 (/b) runs once and sleeps alone.
+        f.enqueue(0, 1, true, 0);
+        assert_eq!(f.pick_next(0, 0), Some(1));
+        f.dequeue(0, 1, true, 50_000);
+        // Task 0 (/a) runs 0.4 ms beside task 1 and sleeps: alone in /a it
+        // leaves; /a's entity is ahead of the root's V: delayed there.
+        f.enqueue(0, 0, true, 100_000);
+        assert_eq!(f.pick_next(0, 100_000), Some(0));
+        f.enqueue(0, 1, true, 100_000);
+        assert!(!f.check_preempt_wakeup(0, 1, 100_000));
+        f.dequeue(0, 0, true, 500_000);
+        let a = f.rqs[f.groups[f.by_path["/a"]].rqs[0]].se.unwrap();
+        let b = f.rqs[f.groups[f.by_path["/b"]].rqs[0]].se.unwrap();
+        assert!(f.entities[a].delayed);
+        assert_eq!(f.pick_next(0, 500_000), Some(1));
+        let (va, da) = (f.entities[a].vruntime, f.entities[a].deadline);
+        assert!(f.entities[b].vruntime < va);
+        // Task 1 runs 0.5 ms, uncharged at the root; task 0 wakes into /a:
+        // /a's entity keeps its place, then /b's is charged past it.
+        f.enqueue(0, 0, true, 1_000_000);
+        assert!(!f.entities[a].delayed && f.entities[a].on_rq);
+        assert_eq!((f.entities[a].vruntime, f.entities[a].deadline), (va, da));
+        assert!(f.entities[b].vruntime > va);
+        assert!(f.eligible(root, a) && !f.eligible(root, b));
         assert!(f.check_preempt_wakeup(0, 0, 1_000_000));
     }
 

@@ -3437,6 +3437,25 @@ mod tests {
         assert_eq!(f.entities[et].vlag, -4_700_000);
     }
 
+    /// Task `t` wakes at `at` onto CPU 0, runs 50 µs alone and sleeps (lag
+    /// 0, no longer new).
+    fn run_alone_then_sleep(f: &mut Fair, t: TaskId, at: Ns) {
+        f.enqueue(0, t, true, at);
+        assert_eq!(f.pick_next(0, at), Some(t));
+        f.dequeue(0, t, true, at + 50_000);
+    }
+
+    /// Task 0 wakes at 0.1 ms, task 1 beside it without preempting; task
+    /// 0 runs 0.4 ms and sleeps ahead of V (its entity, or its group's,
+    /// delayed).
+    fn run_0_beside_1_then_sleep(f: &mut Fair) {
+        f.enqueue(0, 0, true, 100_000);
+        assert_eq!(f.pick_next(0, 100_000), Some(0));
+        f.enqueue(0, 1, true, 100_000);
+        assert!(!f.check_preempt_wakeup(0, 1, 100_000));
+        f.dequeue(0, 0, true, 500_000);
+    }
+
     /// `wakeup_preempt_fair` picks with `pick_next_entity` (6.18.33): a
     /// delayed sleeper that the pick finds is eligible, so it leaves, and
     /// the pick is made again. A bare `pick_eevdf` returned the sleeper
@@ -3447,17 +3466,10 @@ mod tests {
         let mut f = Fair::eevdf(1);
         let rq = f.groups[0].rqs[0];
         // Tasks 1 and 2 run once and sleep alone (lag 0, no longer new).
-        for (t, at) in [(1, 0), (2, 50_000)] {
-            f.enqueue(0, t, true, at);
-            assert_eq!(f.pick_next(0, at), Some(t));
-            f.dequeue(0, t, true, at + 50_000);
-        }
+        run_alone_then_sleep(&mut f, 1, 0);
+        run_alone_then_sleep(&mut f, 2, 50_000);
         // Task 0 runs 0.4 ms beside task 1 and sleeps ahead of V: delayed.
-        f.enqueue(0, 0, true, 100_000);
-        assert_eq!(f.pick_next(0, 100_000), Some(0));
-        f.enqueue(0, 1, true, 100_000);
-        assert!(!f.check_preempt_wakeup(0, 1, 100_000));
-        f.dequeue(0, 0, true, 500_000);
+        run_0_beside_1_then_sleep(&mut f);
         let (e0, e1, e2) = (f.tasks[0].entity, f.tasks[1].entity, f.tasks[2].entity);
         assert!(f.entities[e0].delayed);
         assert_eq!(f.pick_next(0, 500_000), Some(1));
@@ -3488,15 +3500,9 @@ mod tests {
         let mut f = Fair::eevdf(1);
         let rq = f.groups[0].rqs[0];
         // Task 1 runs once and sleeps alone (lag 0, no longer new).
-        f.enqueue(0, 1, true, 0);
-        assert_eq!(f.pick_next(0, 0), Some(1));
-        f.dequeue(0, 1, true, 50_000);
+        run_alone_then_sleep(&mut f, 1, 0);
         // Task 0 runs 0.4 ms beside task 1 and sleeps ahead of V: delayed.
-        f.enqueue(0, 0, true, 100_000);
-        assert_eq!(f.pick_next(0, 100_000), Some(0));
-        f.enqueue(0, 1, true, 100_000);
-        assert!(!f.check_preempt_wakeup(0, 1, 100_000));
-        f.dequeue(0, 0, true, 500_000);
+        run_0_beside_1_then_sleep(&mut f);
         let (e0, e1) = (f.tasks[0].entity, f.tasks[1].entity);
         assert!(f.entities[e0].delayed);
         assert_eq!(f.pick_next(0, 500_000), Some(1));
@@ -3524,16 +3530,10 @@ mod tests {
         f.set_task_group(1, "/b").unwrap();
         let root = f.groups[0].rqs[0];
         // Task 1 (/b) runs once and sleeps alone.
-        f.enqueue(0, 1, true, 0);
-        assert_eq!(f.pick_next(0, 0), Some(1));
-        f.dequeue(0, 1, true, 50_000);
+        run_alone_then_sleep(&mut f, 1, 0);
         // Task 0 (/a) runs 0.4 ms beside task 1 and sleeps: alone in /a it
         // leaves; /a's entity is ahead of the root's V: delayed there.
-        f.enqueue(0, 0, true, 100_000);
-        assert_eq!(f.pick_next(0, 100_000), Some(0));
-        f.enqueue(0, 1, true, 100_000);
-        assert!(!f.check_preempt_wakeup(0, 1, 100_000));
-        f.dequeue(0, 0, true, 500_000);
+        run_0_beside_1_then_sleep(&mut f);
         let a = f.rqs[f.groups[f.by_path["/a"]].rqs[0]].se.unwrap();
         let b = f.rqs[f.groups[f.by_path["/b"]].rqs[0]].se.unwrap();
         assert!(f.entities[a].delayed);

@@ -725,8 +725,8 @@ pub struct ValidateArgs {
     /// without measuring this kernel's placement first. By default it is
     /// measured (as `corral lab placement`, about 8 s) and, if this kernel
     /// packs work onto busy CPUs, the simulated one does too
-    /// (`vcpu_pack_util`; on three kept sets of this machine's runs, 353
-    /// of 420 measures met against 327 placed as upstream)
+    /// (`vcpu_pack_util`; on three kept sets of this machine's runs, 332
+    /// of 420 measures met against 319 placed as upstream: docs/sim.md)
     #[arg(long)]
     pub no_pack: bool,
     /// The default (kept for scripts that ask for it).

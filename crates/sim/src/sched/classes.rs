@@ -123,9 +123,13 @@ impl<F: SchedClass> SchedClass for Classes<F> {
 
     fn pick_next(&mut self, cpu: usize, now: Ns) -> Option<TaskId> {
         let fair_waiting = self.fair.nr_running(cpu) > 0;
-        self.rt
-            .pick_next(cpu, now, fair_waiting)
-            .or_else(|| self.fair.pick_next(cpu, now))
+        match self.rt.pick_next(cpu, now, fair_waiting) {
+            Some(t) => {
+                self.fair.other_class_picked(cpu);
+                Some(t)
+            }
+            None => self.fair.pick_next(cpu, now),
+        }
     }
 
     fn put_prev(&mut self, cpu: usize, t: TaskId, now: Ns) {

@@ -58,8 +58,10 @@
 //!   ([`crate::sched::timeline::Timeline`]); curr
 //!   keeps the CPU while `v < vprot` (RUN_TO_PARITY, `protect_slice`),
 //!   `vprot = min(d, v + min(queue's smallest slice, own slice))`, set
-//!   when a different entity is picked (`set_next_entity`), not renewed
-//!   when the same one is picked again.
+//!   by `set_next_entity`: `pick_next_task_fair` calls it for the levels
+//!   where the pick differs from the task that ran before on the CPU
+//!   (`prev`), none when it is that task again, and every level when the
+//!   CPU idled or ran another class's task before (`set_next_task_fair`).
 //! - Lag `vlag = V − v` is taken at dequeue, clamped to
 //!   `±calc_delta_fair(largest queued slice + TICK_NSEC)`
 //!   (`update_entity_lag`, 6.18), and
@@ -239,9 +241,6 @@ struct CfsRq {
     group: GroupId,
     /// Its group ran out of bandwidth: its entity is off the parent queue.
     throttled: bool,
-    /// The entity that ran here last: picking it again does not renew its
-    /// slice protection (`set_next_entity` only runs for a new pick).
-    last_curr: Option<EntityId>,
     /// Queued entities whose slice is not the base slice (none, nearly
     /// always: then the smallest and largest slice need no scan).
     odd_slices: usize,
@@ -304,6 +303,12 @@ pub struct Fair {
     tasks: Vec<TaskInfo>,
     /// The task running on each CPU.
     running: Vec<Option<TaskId>>,
+    /// The entities of the fair task that ran last on each CPU, root
+    /// first, while nothing else has run there since (empty once the CPU
+    /// idled or ran another class's task): `pick_next_task_fair`'s
+    /// `prev`, whose entities a pick does not set again (see
+    /// [`Fair::pick_next_path`]).
+    prev_path: Vec<Vec<EntityId>>,
     /// The resched the last enqueue's `update_curr` wanted on each CPU
     /// ([`Fair::update_curr_levels`]' bits), for `check_preempt_wakeup`.
     enqueue_resched: Vec<u32>,
@@ -392,6 +397,7 @@ impl Fair {
             by_path: HashMap::new(),
             tasks: Vec::new(),
             running: vec![None; ncpus],
+            prev_path: vec![Vec::new(); ncpus],
             enqueue_resched: vec![0; ncpus],
             runnable: vec![0; ncpus],
             root_load: vec![0; ncpus],
@@ -1324,7 +1330,6 @@ impl Fair {
         };
         if self.rqs[rq].curr == Some(e) {
             self.rqs[rq].curr = None;
-            self.rqs[rq].last_curr = Some(e);
         } else {
             self.tree_remove(rq, e);
         }
@@ -1452,7 +1457,6 @@ impl Fair {
             let rq = self.entities[e].rq;
             if self.rqs[rq].curr == Some(e) {
                 self.rqs[rq].curr = None;
-                self.rqs[rq].last_curr = Some(e);
                 self.tree_add(rq, e);
             }
         }
@@ -2473,6 +2477,7 @@ impl Fair {
                 continue;
             }
             let leaf = *path.last()?;
+            let prev = std::mem::take(&mut self.prev_path[cpu]);
             for &e in path.iter() {
                 let rq = self.entities[e].rq;
                 self.tree_remove(rq, e);
@@ -2481,10 +2486,18 @@ impl Fair {
                 en.exec_start = now;
                 en.prev_sum_exec = en.sum_exec;
                 en.new = false;
-                if self.flavour == Flavour::Eevdf && self.rqs[rq].last_curr != Some(e) {
+                // `pick_next_task_fair` sets (`set_next_entity`, which
+                // protects a slice) only the levels where the pick differs
+                // from `prev`'s entities, none when it is `prev` again;
+                // after the idle task or another class's (`simple:`), every
+                // level (`set_next_task_fair`).
+                if self.flavour == Flavour::Eevdf && !prev.contains(&e) {
                     self.set_protect_slice(rq, e);
                 }
             }
+            self.prev_path[cpu] = prev;
+            self.prev_path[cpu].clear();
+            self.prev_path[cpu].extend_from_slice(path);
             let t = self.entities[leaf].task?;
             self.running[cpu] = Some(t);
             return Some(t);
@@ -2792,7 +2805,6 @@ impl SchedClass for Fair {
                     let r = self.entities[up].rq;
                     if self.rqs[r].curr == Some(up) {
                         self.rqs[r].curr = None;
-                        self.rqs[r].last_curr = Some(up);
                         self.tree_add(r, up);
                     }
                 }
@@ -2813,7 +2825,15 @@ impl SchedClass for Fair {
         let mut path = std::mem::take(&mut self.pick_path);
         let t = self.pick_next_path(cpu, now, &mut path);
         self.pick_path = path;
+        if t.is_none() {
+            // The CPU idles: its next pick follows the idle task.
+            self.prev_path[cpu].clear();
+        }
         t
+    }
+
+    fn other_class_picked(&mut self, cpu: usize) {
+        self.prev_path[cpu].clear();
     }
 
     fn put_prev(&mut self, cpu: usize, t: TaskId, now: Ns) {
@@ -3435,6 +3455,64 @@ mod tests {
         let rq = f.groups[0].rqs[0];
         f.update_entity_lag(rq, et);
         assert_eq!(f.entities[et].vlag, -4_700_000);
+    }
+
+    /// `pick_next_task_fair` (6.18): a task picked after its CPU idled is
+    /// set at every level (`simple:` → `set_next_task_fair`), so it gets a
+    /// new protected slice, even when it was the last to run there.
+    /// (Keyed on the last entity to run on each queue instead, it kept the
+    /// protection it had used up before it slept.)
+    #[test]
+    fn a_task_picked_after_its_cpu_idled_gets_a_new_protected_slice() {
+        let mut f = Fair::eevdf(1);
+        f.enqueue(0, 0, true, 0);
+        let e = f.tasks[0].entity;
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        assert!(f.protect_slice(e));
+        // 2 ms alone, past its protected 0.7 ms; it sleeps, the CPU idles.
+        f.update_curr(0, 2_000_000);
+        assert!(!f.protect_slice(e));
+        f.dequeue(0, 0, true, 2_000_000);
+        assert_eq!(f.pick_next(0, 2_000_000), None);
+        f.enqueue(0, 0, true, 10_000_000);
+        assert_eq!(f.pick_next(0, 10_000_000), Some(0));
+        assert!(f.protect_slice(e));
+    }
+
+    /// The fast path of `pick_next_task_fair`: only the levels where the
+    /// pick differs from `prev` are set. The same task picked again keeps
+    /// its used protection; a group entity kept across a switch between
+    /// two of its tasks keeps its own, while the task switched to gets a
+    /// new one.
+    #[test]
+    fn a_pick_sets_only_the_levels_that_differ_from_the_task_before() {
+        // Alone, past its protected slice, put back and picked again (a
+        // resched that changes nothing): it is not set again.
+        let mut f = Fair::eevdf(1);
+        f.enqueue(0, 0, true, 0);
+        let e0 = f.tasks[0].entity;
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        f.update_curr(0, 2_000_000);
+        f.put_prev(0, 0, 2_000_000);
+        assert_eq!(f.pick_next(0, 2_000_000), Some(0));
+        assert!(!f.protect_slice(e0));
+        // Two tasks of /g: task 0 runs past its and /g's protected
+        // slices, then task 1 is picked after it. Task 1 is set, /g (the
+        // level both share) is not.
+        let mut f = Fair::eevdf(1);
+        f.set_task_group(0, "/g").unwrap();
+        f.set_task_group(1, "/g").unwrap();
+        let g = f.rqs[f.groups[f.by_path["/g"]].rqs[0]].se.unwrap();
+        f.enqueue(0, 0, true, 0);
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        f.enqueue(0, 1, true, 0);
+        let (e0, e1) = (f.tasks[0].entity, f.tasks[1].entity);
+        f.update_curr(0, 2_000_000);
+        assert!(!f.protect_slice(e0) && !f.protect_slice(g));
+        f.put_prev(0, 0, 2_000_000);
+        assert_eq!(f.pick_next(0, 2_000_000), Some(1));
+        assert!(f.protect_slice(e1));
+        assert!(!f.protect_slice(g));
     }
 
     /// Task `t` wakes at `at` onto CPU 0, runs 50 µs alone and sleeps (lag

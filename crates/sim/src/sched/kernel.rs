@@ -285,6 +285,11 @@ pub trait SchedClass {
     fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
         None
     }
+    /// A class above this one picked a task to run on `cpu` (in a
+    /// [`crate::sched::classes::Classes`] stack).
+    fn other_class_picked(&mut self, cpu: usize) {
+        let _ = cpu;
+    }
     /// Tasks on `cpu`'s run queue, curr included.
     fn nr_running(&self, cpu: usize) -> usize;
     /// The task running on `cpu`.
@@ -421,6 +426,9 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     }
     fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
         (**self).take_root_reweigh()
+    }
+    fn other_class_picked(&mut self, cpu: usize) {
+        (**self).other_class_picked(cpu)
     }
     fn nr_running(&self, cpu: usize) -> usize {
         (**self).nr_running(cpu)

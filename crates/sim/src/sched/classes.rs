@@ -125,7 +125,7 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         let fair_waiting = self.fair.nr_running(cpu) > 0;
         match self.rt.pick_next(cpu, now, fair_waiting) {
             Some(t) => {
-                self.fair.other_class_picked(cpu);
+                self.fair.ran_other_than_fair(cpu);
                 Some(t)
             }
             None => self.fair.pick_next(cpu, now),
@@ -147,6 +147,10 @@ impl<F: SchedClass> SchedClass for Classes<F> {
         } else {
             self.fair.yield_task(cpu, t, now);
         }
+    }
+
+    fn ran_other_than_fair(&mut self, cpu: usize) {
+        self.fair.ran_other_than_fair(cpu);
     }
 
     fn cpu_offline(&mut self, cpu: usize) {

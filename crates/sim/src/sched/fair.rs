@@ -217,11 +217,12 @@ struct Entity {
     custom_slice: bool,
     /// EEVDF: `deadline` holds `deadline − vruntime` (a migration).
     rel_deadline: bool,
+    /// For a task's entity, EEVDF era: whether its PELT load was ever
+    /// attached (a new task starts at full load), the queue that load is
+    /// counted on (`attach_entity_load_avg`), and the load itself
+    /// (`se->avg`, last: it is read less often than the fields above).
     pelt_init: bool,
     attached: Option<RqId>,
-    /// For a task's entity, EEVDF era: its own PELT load (`se->avg`),
-    /// the queue that load is counted on (`attach_entity_load_avg`), and
-    /// whether it was ever attached (a new task starts at full load).
     avg: SchedAvg,
 }
 
@@ -310,9 +311,11 @@ pub struct Fair {
     running: Vec<Option<TaskId>>,
     /// The entities of the fair task that ran last on each CPU, root
     /// first, while nothing else has run there since (empty once the CPU
-    /// idled or ran another class's task): `pick_next_task_fair`'s
+    /// idled, went offline or ran the stopper or another class's task:
+    /// `SchedClass::ran_other_than_fair`): `pick_next_task_fair`'s
     /// `prev`, whose entities a pick does not set again (see
-    /// [`Fair::pick_next_path`]).
+    /// [`Fair::pick_next_path`]); a running task moved to another group
+    /// is `prev` in its new one (`sched_move_task`).
     prev_path: Vec<Vec<EntityId>>,
     /// The resched the last enqueue's `update_curr` wanted on each CPU
     /// ([`Fair::update_curr_levels`]' bits), for `check_preempt_wakeup`.
@@ -2604,6 +2607,18 @@ impl SchedClass for Fair {
             self.finish_delayed(e);
         }
         self.tasks[t].group = g;
+        // `sched_move_task` of a running task: it is `prev` again, in its
+        // new group's entities (`set_next_task(.., false)` protects none).
+        if let Some(c) = (0..self.prev_path.len()).find(|&c| self.prev_path[c].last() == Some(&e)) {
+            let mut chain = vec![e];
+            let mut rq = self.groups[g].rqs[c];
+            while let Some(se) = self.rqs[rq].se {
+                chain.push(se);
+                rq = self.entities[se].rq;
+            }
+            chain.reverse();
+            self.prev_path[c] = chain;
+        }
         // `task_change_group_fair`: a sleeper's load leaves its old
         // group's queue for the new group's on the same CPU at once.
         if self.flavour == Flavour::Eevdf {
@@ -2830,14 +2845,12 @@ impl SchedClass for Fair {
         let mut path = std::mem::take(&mut self.pick_path);
         let t = self.pick_next_path(cpu, now, &mut path);
         self.pick_path = path;
-        if t.is_none() {
-            // The CPU idles: its next pick follows the idle task.
-            self.prev_path[cpu].clear();
-        }
+        // (None: a new-idle balance may pull a task next, picked still
+        // after the task that ran; the caller says when the CPU idles.)
         t
     }
 
-    fn other_class_picked(&mut self, cpu: usize) {
+    fn ran_other_than_fair(&mut self, cpu: usize) {
         self.prev_path[cpu].clear();
     }
 
@@ -3113,6 +3126,7 @@ impl SchedClass for Fair {
     fn cpu_online(&mut self, cpu: usize) {
         self.online[cpu] = true;
         self.asym_cpucap = None;
+        self.prev_path[cpu].clear();
     }
 
     fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
@@ -3131,6 +3145,7 @@ impl SchedClass for Fair {
     fn cpu_offline(&mut self, cpu: usize) {
         self.online[cpu] = false;
         self.asym_cpucap = None;
+        self.prev_path[cpu].clear();
         // Throttled tasks must be in reach to be moved off (they stay
         // limited: their group is throttled wherever they land).
         let throttled: Vec<RqId> = self
@@ -3479,7 +3494,10 @@ mod tests {
         assert!(!f.protect_slice(e));
         f.dequeue(0, 0, true, 2_000_000);
         assert_eq!(f.pick_next(0, 2_000_000), None);
+        // (The machine's `schedule`: no new-idle pull either; it idles.)
+        f.ran_other_than_fair(0);
         f.enqueue(0, 0, true, 10_000_000);
+        assert!(!f.protect_slice(e));
         assert_eq!(f.pick_next(0, 10_000_000), Some(0));
         assert!(f.protect_slice(e));
     }

@@ -285,9 +285,12 @@ pub trait SchedClass {
     fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
         None
     }
-    /// A class above this one picked a task to run on `cpu` (in a
-    /// [`crate::sched::classes::Classes`] stack).
-    fn other_class_picked(&mut self, cpu: usize) {
+    /// `cpu` ran something of no fair class: the idle task (it stays
+    /// idle after a pick and a new-idle balance found nothing), the
+    /// stopper (moving its running task away) or a class above (an RT
+    /// task, in a [`crate::sched::classes::Classes`] stack). Its next
+    /// pick then follows no fair task (`pick_next_task_fair`'s `simple:`).
+    fn ran_other_than_fair(&mut self, cpu: usize) {
         let _ = cpu;
     }
     /// Tasks on `cpu`'s run queue, curr included.
@@ -427,8 +430,8 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     fn take_root_reweigh(&mut self) -> Option<crate::sched::pelt::Reweigh> {
         (**self).take_root_reweigh()
     }
-    fn other_class_picked(&mut self, cpu: usize) {
-        (**self).other_class_picked(cpu)
+    fn ran_other_than_fair(&mut self, cpu: usize) {
+        (**self).ran_other_than_fair(cpu)
     }
     fn nr_running(&self, cpu: usize) -> usize {
         (**self).nr_running(cpu)

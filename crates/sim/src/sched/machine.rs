@@ -1028,6 +1028,8 @@ impl<K: SchedClass> Machine<K> {
             State::Running => {
                 self.stop_running(t, cpu);
                 self.k.dequeue(cpu, t, false, now);
+                // (The stopper moves it: `migration_cpu_stop`.)
+                self.k.ran_other_than_fair(cpu);
                 self.leave(cpu, t);
                 self.q.after(0, Ev::Schedule(ev_id(cpu)));
                 self.requeue_elsewhere(t, cpu);
@@ -1656,8 +1658,9 @@ impl<K: SchedClass> Machine<K> {
                     next = self.k.pick_next(cpu, now);
                 }
             }
-            if let Some(n) = next {
-                self.dispatch(n, cpu);
+            match next {
+                Some(n) => self.dispatch(n, cpu),
+                None => self.k.ran_other_than_fair(cpu),
             }
         }
     }
@@ -1932,6 +1935,8 @@ impl<K: SchedClass> Machine<K> {
         let now = self.now();
         self.stop_running(t, from);
         self.k.dequeue(from, t, false, now);
+        // (The stopper moves it: `active_load_balance_cpu_stop`.)
+        self.k.ran_other_than_fair(from);
         self.leave(from, t);
         self.q.after(0, Ev::Schedule(ev_id(from)));
         self.requeue_on(t, from, to);

@@ -3485,13 +3485,8 @@ mod tests {
     #[test]
     fn a_task_picked_after_its_cpu_idled_gets_a_new_protected_slice() {
         let mut f = Fair::eevdf(1);
-        f.enqueue(0, 0, true, 0);
-        let e = f.tasks[0].entity;
-        assert_eq!(f.pick_next(0, 0), Some(0));
-        assert!(f.protect_slice(e));
-        // 2 ms alone, past its protected 0.7 ms; it sleeps, the CPU idles.
-        f.update_curr(0, 2_000_000);
-        assert!(!f.protect_slice(e));
+        let e = run_0_past_its_protection(&mut f);
+        // It sleeps, and the CPU idles.
         f.dequeue(0, 0, true, 2_000_000);
         assert_eq!(f.pick_next(0, 2_000_000), None);
         // (The machine's `schedule`: no new-idle pull either; it idles.)
@@ -3512,10 +3507,7 @@ mod tests {
         // Alone, past its protected slice, put back and picked again (a
         // resched that changes nothing): it is not set again.
         let mut f = Fair::eevdf(1);
-        f.enqueue(0, 0, true, 0);
-        let e0 = f.tasks[0].entity;
-        assert_eq!(f.pick_next(0, 0), Some(0));
-        f.update_curr(0, 2_000_000);
+        let e0 = run_0_past_its_protection(&mut f);
         f.put_prev(0, 0, 2_000_000);
         assert_eq!(f.pick_next(0, 2_000_000), Some(0));
         assert!(!f.protect_slice(e0));
@@ -3526,16 +3518,26 @@ mod tests {
         f.set_task_group(0, "/g").unwrap();
         f.set_task_group(1, "/g").unwrap();
         let g = f.rqs[f.groups[f.by_path["/g"]].rqs[0]].se.unwrap();
-        f.enqueue(0, 0, true, 0);
-        assert_eq!(f.pick_next(0, 0), Some(0));
         f.enqueue(0, 1, true, 0);
-        let (e0, e1) = (f.tasks[0].entity, f.tasks[1].entity);
-        f.update_curr(0, 2_000_000);
-        assert!(!f.protect_slice(e0) && !f.protect_slice(g));
+        run_0_past_its_protection(&mut f);
+        let e1 = f.tasks[1].entity;
+        assert!(!f.protect_slice(g));
         f.put_prev(0, 0, 2_000_000);
         assert_eq!(f.pick_next(0, 2_000_000), Some(1));
         assert!(f.protect_slice(e1));
         assert!(!f.protect_slice(g));
+    }
+
+    /// Task 0 wakes at 0 onto CPU 0, is picked (a protected slice) and
+    /// runs 2 ms, past its protected 0.7 ms; its entity.
+    fn run_0_past_its_protection(f: &mut Fair) -> EntityId {
+        f.enqueue(0, 0, true, 0);
+        let e = f.tasks[0].entity;
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        assert!(f.protect_slice(e));
+        f.update_curr(0, 2_000_000);
+        assert!(!f.protect_slice(e));
+        e
     }
 
     /// Task `t` wakes at `at` onto CPU 0, runs 50 µs alone and sleeps (lag

@@ -2284,8 +2284,6 @@ impl<K: SchedClass> Machine<K> {
         })
     }
 
-    /// rt-app's `resume`: wakes every thread suspended on `id` (a resume
-    /// with none suspended is lost, as a condition variable's signal is).
     /// rt-app's `resume` and `suspend` (`run_event`, `src/rt-app.c`), a
     /// condition and the mutex of the same name:
     ///
@@ -2295,7 +2293,8 @@ impl<K: SchedClass> Machine<K> {
     /// ```
     ///
     /// `t`, holding mutex `id`, wakes every thread suspended on `id` (a
-    /// resume with none waiting is lost) and lets the mutex go once it has
+    /// resume with none waiting is lost, as a condition variable's
+    /// broadcast is) and lets the mutex go once it has
     /// paid for the wake-ups (`Costs::waker`). Each woken thread takes the
     /// mutex again before it goes on (glibc's condition wakes it, then it
     /// waits on the mutex): one that preempts its waker on the waker's CPU
@@ -2306,9 +2305,7 @@ impl<K: SchedClass> Machine<K> {
         // (The list is put back empty, to be reused.)
         let mut ws = std::mem::take(&mut self.suspended[id as usize]);
         for &w in &ws {
-            self.tasks[w].relock = Some(id);
-            self.tasks[w].unlock_then = Some(id);
-            self.wake(w);
+            self.wake_to_relock(w, id);
         }
         ws.clear();
         let list = &mut self.suspended[id as usize];
@@ -2316,6 +2313,15 @@ impl<K: SchedClass> Machine<K> {
             *list = ws;
         }
         self.tasks[t].unlock_then = Some(id);
+    }
+
+    /// Wakes `w` from `pthread_cond_wait` on a condition whose mutex is
+    /// `m`: before it goes on it takes `m` again (waiting for it if held)
+    /// and lets it go once the costs it owes are paid.
+    fn wake_to_relock(&mut self, w: TaskId, m: u32) {
+        self.tasks[w].relock = Some(m);
+        self.tasks[w].unlock_then = Some(m);
+        self.wake(w);
     }
 
     /// [`Machine::resume_locked`]'s `suspend`: `t`, holding mutex `id`,
@@ -2402,10 +2408,8 @@ impl<K: SchedClass> Machine<K> {
         // (The list is put back empty, to be reused, as `resume` does.)
         let mut all = std::mem::take(&mut b.sleepers);
         for &w in &all {
-            self.tasks[w].relock = Some(id);
-            self.tasks[w].unlock_then = Some(id);
             self.tasks[w].rejoin = Some(id);
-            self.wake(w);
+            self.wake_to_relock(w, id);
         }
         all.clear();
         self.barriers[id as usize].sleepers = all;

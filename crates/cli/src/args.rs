@@ -243,8 +243,8 @@ pub struct SimArgs {
     /// takes them: NO_NAME turns NAME off, e.g. "NO_RUN_TO_PARITY,NO_PLACE_LAG"
     /// (PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE,
     /// RUN_TO_PARITY, PREEMPT_SHORT, DELAY_DEQUEUE, DELAY_ZERO, SIS_UTIL,
-    /// WA_IDLE, WA_WEIGHT, WA_BIAS; all on by
-    /// default, as in Linux 6.18).
+    /// WA_IDLE, WA_WEIGHT, WA_BIAS, NI_RANDOM; all on by
+    /// default, as in Linux 6.18.5 and later).
     #[arg(long, value_name = "FEATURES")]
     pub sched_feat: Option<corral_sim::sched::features::Features>,
     /// Simulated seconds (default: the workload's duration, else 10).

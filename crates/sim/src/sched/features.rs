@@ -3,7 +3,8 @@
 //! a live kernel (writing `NO_NAME` turns NAME off, `NAME` back on).
 //!
 //! Only the switches of kernel/sched/features.h that the EEVDF model
-//! reads are here, each on by default as in Linux 6.18:
+//! reads are here, each on by default as in Linux 6.18 (NI_RANDOM from
+//! 6.18.5, a backport of 6.19's):
 //!
 //! | switch | what it does (fair.c) |
 //! |---|---|
@@ -18,6 +19,7 @@
 //! | `WA_IDLE` | `wake_affine` takes an idle waker's CPU, a sync waker's alone, or an idle prev |
 //! | `WA_WEIGHT` | else it weighs the two CPUs' loads (`wake_affine_weight`) |
 //! | `WA_BIAS` | …with prev's load discounted by half the domain's `imbalance_pct` |
+//! | `NI_RANDOM` | new-idle balancing runs only as often as it lately pulled a task (6.18.5+) |
 //!
 //! The CFS era (2.6.32) reads none of them.
 
@@ -38,11 +40,12 @@ pub enum Feature {
     WaIdle,
     WaWeight,
     WaBias,
+    NiRandom,
 }
 
 impl Feature {
     /// Every switch, in features.h's order.
-    pub const ALL: [Feature; 11] = [
+    pub const ALL: [Feature; 12] = [
         Feature::PlaceLag,
         Feature::PlaceDeadlineInitial,
         Feature::PlaceRelDeadline,
@@ -54,6 +57,7 @@ impl Feature {
         Feature::WaIdle,
         Feature::WaWeight,
         Feature::WaBias,
+        Feature::NiRandom,
     ];
 
     /// The kernel's name.
@@ -70,6 +74,7 @@ impl Feature {
             Feature::WaIdle => "WA_IDLE",
             Feature::WaWeight => "WA_WEIGHT",
             Feature::WaBias => "WA_BIAS",
+            Feature::NiRandom => "NI_RANDOM",
         }
     }
 
@@ -172,7 +177,7 @@ mod tests {
         assert_eq!(
             f.to_string(),
             "PLACE_LAG PLACE_DEADLINE_INITIAL PLACE_REL_DEADLINE NO_RUN_TO_PARITY PREEMPT_SHORT \
-             DELAY_DEQUEUE DELAY_ZERO SIS_UTIL WA_IDLE WA_WEIGHT WA_BIAS"
+             DELAY_DEQUEUE DELAY_ZERO SIS_UTIL WA_IDLE WA_WEIGHT WA_BIAS NI_RANDOM"
         );
         assert_eq!(f.to_string().parse::<Features>().unwrap(), f);
         assert_eq!("".parse::<Features>().unwrap(), Features::default());

@@ -250,9 +250,10 @@ pub struct SimArgs {
     /// Simulated seconds (default: the workload's duration, else 10).
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
-    /// Seed for anything random; recorded in the summary. (No model draws
-    /// random numbers: a run depends on its input alone. --phases draws
-    /// its phases from it.)
+    /// Seed for anything random; recorded in the summary: the EEVDF
+    /// model's own draws (NI_RANDOM's, each CPU's generator started from
+    /// it) and --phases' phases. The same input and seed give the same
+    /// run.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Print the summary as JSON.

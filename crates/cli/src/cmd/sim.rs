@@ -69,6 +69,7 @@ fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
     if let Some(f) = args.sched_feat {
         spec.features = f;
     }
+    spec.platform.seed = args.seed;
     if let Some(n) = args.cpus {
         anyhow::ensure!((1..=4096).contains(&n), "--cpus must be 1 to 4096");
         spec.platform.capacities = vec![1024; n];

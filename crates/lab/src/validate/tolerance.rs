@@ -85,8 +85,9 @@ impl Measure {
                  CPUs, idle or busy, mostly leave a CPU with room alone, which the model does \
                  by a rule read off probes (see wake-up latency p50; not with --no-pack); the model's balancer has \
                  one domain level and active balancing only for misfit tasks, and its \
-                 new-idle pulls wait for avg_idle >= 0.5 ms (the kernel's gate before 5.16; \
-                 today's, the longest recent new-idle balance, cannot be read here); with \
+                 new-idle balancing runs as often as it lately pulled (NI_RANDOM), its \
+                 generator seeded with each CPU's number where the kernel's is random, so \
+                 one draw of it stands for all; with \
                  every CPU busy the balancer acts on the root queues' load_avg, which a group's \
                  entity moves at once each time its runnable tasks on the CPU change \
                  (calc_group_shares, reweight_entity; traced on hackbench-groups at 250 Hz: \

@@ -248,6 +248,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             tick_phase,
             timer_slack,
             vcpu_pack_util: f.vcpu_pack_util,
+            seed: 0,
             hotplug,
             offline: f.offline,
             governor,

@@ -269,6 +269,9 @@ impl<F: SchedClass> SchedClass for Classes<F> {
     fn set_vcpu_pack_util(&mut self, limit: Option<u64>) {
         self.fair.set_vcpu_pack_util(limit)
     }
+    fn set_seed(&mut self, seed: u64) {
+        self.fair.set_seed(seed)
+    }
     fn take_active_balance(&mut self) -> Option<(TaskId, usize, usize)> {
         self.fair.take_active_balance()
     }

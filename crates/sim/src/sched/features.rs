@@ -102,7 +102,7 @@ fn known() -> String {
 pub struct Features(u32);
 
 impl Default for Features {
-    /// Every switch on, as Linux 6.18 ships.
+    /// Every switch on, as Linux 6.18.5 and later ship.
     fn default() -> Features {
         Features(Feature::ALL.iter().fold(0, |b, f| b | f.bit()))
     }

@@ -319,6 +319,11 @@ pub trait SchedClass {
     fn set_vcpu_pack_util(&mut self, limit: Option<u64>) {
         let _ = limit;
     }
+    /// The seed of the model's random draws (the platform's `seed`):
+    /// models that draw none ignore it.
+    fn set_seed(&mut self, seed: u64) {
+        let _ = seed;
+    }
     /// The active balance the last [`SchedClass::balance`] asked for, if
     /// any: (running task, its CPU, the CPU to push it to) — the
     /// balancer could not detach a running task and the kernel's stopper
@@ -457,6 +462,9 @@ impl<K: SchedClass + ?Sized> SchedClass for Box<K> {
     }
     fn set_vcpu_pack_util(&mut self, limit: Option<u64>) {
         (**self).set_vcpu_pack_util(limit)
+    }
+    fn set_seed(&mut self, seed: u64) {
+        (**self).set_seed(seed)
     }
     fn update_misfit_status(
         &mut self,

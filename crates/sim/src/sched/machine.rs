@@ -59,6 +59,9 @@ pub struct Platform {
     /// upstream Linux, by default; `corral lab placement` measures it).
     /// See [`SchedClass::set_vcpu_pack_util`].
     pub vcpu_pack_util: Option<u64>,
+    /// The seed of the kernel model's random draws (EEVDF's NI_RANDOM);
+    /// `corral sim --seed`, 0 by default. See [`SchedClass::set_seed`].
+    pub seed: u64,
 }
 
 /// `init_task.timer_slack_ns`: every process inherits it over fork
@@ -185,6 +188,7 @@ impl Platform {
             tick_phase: 0,
             timer_slack: TIMER_SLACK_NS,
             vcpu_pack_util: None,
+            seed: 0,
             hotplug: Vec::new(),
             offline: Vec::new(),
             governor: None,
@@ -733,6 +737,7 @@ impl<K: SchedClass> Machine<K> {
             return Err(Error::Invalid("a platform needs at least one CPU".into()));
         }
         k.set_vcpu_pack_util(platform.vcpu_pack_util);
+        k.set_seed(platform.seed);
         let (ids, names) = resource_ids(&work);
         let nnames = names.len().max(1);
         let (mut tasks, barrier_users) = Self::tasks(&work, &mut k, ncpus, &names, nnames)?;

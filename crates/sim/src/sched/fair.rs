@@ -391,11 +391,11 @@ pub struct Fair {
 /// ```
 ///
 /// It starts at 512 calls, 256 successes and ratio 512 (`sd_init`: a
-/// 50 % success rate), and starts so again when a CPU goes on or off line
-/// (the kernel rebuilds its domains). XXX: the kernel draws from a per-CPU prandom
-/// state seeded at random at boot; the model from SplitMix64 seeded with
-/// the CPU's number and the run's seed (`corral sim --seed`), so a run
-/// repeats.
+/// 50 % success rate), and starts so again when a CPU goes on or off
+/// line (the kernel rebuilds its domains). XXX: the kernel draws from a
+/// per-CPU prandom state seeded at random at boot; the model from
+/// SplitMix64 seeded with the CPU's number and the run's seed (`corral
+/// sim --seed`), so a run repeats.
 #[derive(Debug, Clone)]
 struct NewidleStats {
     call: u32,
@@ -3179,15 +3179,15 @@ impl SchedClass for Fair {
         self.active_push.take()
     }
 
-    /// The EEVDF era only: the CFS-era kernels had no such patch.
     /// NI_RANDOM's per-CPU generators start from the seed
-    /// ([`NewidleStats::new`]).
+    /// ([`NewidleStats::new_rng`]).
     fn set_seed(&mut self, seed: u64) {
         for (cpu, st) in self.newidle.iter_mut().enumerate() {
             st.rng = NewidleStats::new_rng(cpu, seed);
         }
     }
 
+    /// The EEVDF era only: the CFS-era kernels had no such patch.
     fn set_vcpu_pack_util(&mut self, limit: Option<u64>) {
         if self.flavour == Flavour::Eevdf {
             self.vcpu_pack_util = limit;

@@ -723,7 +723,7 @@ pub(crate) fn by_comm(
                     recording::comm_of(&t.name),
                     t.cpu_ns,
                     t.wakeups,
-                    &t.wakeup_latency,
+                    &*t.wakeup_latency,
                 )
             }),
     )

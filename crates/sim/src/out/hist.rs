@@ -92,6 +92,15 @@ impl Eq for Histogram {}
 impl Histogram {
     pub fn record(&mut self, v: u64) {
         if self.counts.is_empty() && self.raw.len() < RAW {
+            // Two allocations on the way to `RAW` values, not five (the
+            // doubling's 4, 8, 16, 32 and 64, each a copy).
+            if self.raw.len() == self.raw.capacity() {
+                self.raw.reserve_exact(if self.raw.is_empty() {
+                    RAW / 4
+                } else {
+                    RAW - self.raw.len()
+                });
+            }
             self.raw.push(v);
         } else {
             for x in std::mem::take(&mut self.raw) {

@@ -3165,10 +3165,22 @@ impl SchedClass for Fair {
         }
         let load = &self.root_load;
         debug_assert!((0..self.ncpus).all(|c| load[c] == self.rqs[self.groups[0].rqs[c]].load));
-        *allowed
+        // The least loaded, prev first among equals, then the lowest
+        // number: the smallest load found first (one branch-free pass; a
+        // start of 10 000 tasks on 256 CPUs makes 2.5 M of these steps),
+        // then who has it.
+        let Some(least) = allowed.iter().map(|&c| load[c]).min() else {
+            return prev;
+        };
+        if load[prev] == least && allows(allowed, prev) {
+            return prev;
+        }
+        allowed
             .iter()
-            .min_by_key(|&&c| (load[c], c != prev, c))
-            .unwrap_or(&prev)
+            .copied()
+            .filter(|&c| load[c] == least)
+            .min()
+            .unwrap_or(prev)
     }
 
     fn nr_running(&self, cpu: usize) -> usize {

@@ -361,6 +361,9 @@ struct Task {
     /// A mutex to take before going on: after a `wait` was signalled, or
     /// woken by an unlock to try again.
     relock: Option<u32>,
+    /// In `pthread_cond_wait` between letting the mutex go and sleeping
+    /// ([`Machine::cond_sleep`]): a signal meanwhile finds it awake.
+    wait_pending: bool,
     /// A barrier to arrive at once it holds the barrier's mutex (it
     /// waited for the mutex on its way in).
     arrive: Option<u32>,
@@ -718,6 +721,7 @@ impl Task {
             ready_since: 0,
             nice: if t.policy.is_rt() { 0 } else { t.priority },
             relock: None,
+            wait_pending: false,
             arrive: None,
             unlock_then: None,
             rejoin: None,
@@ -2387,6 +2391,25 @@ impl<K: SchedClass> Machine<K> {
     fn suspend_locked(&mut self, t: TaskId, id: u32) {
         self.suspended[id as usize].push(t);
         self.unlock(id);
+        self.cond_sleep(t)
+    }
+
+    /// `pthread_cond_wait`'s sleep, once it has let the mutex go. glibc
+    /// unlocks (`futex_wake` if a thread waits for the mutex) and only then
+    /// sleeps (`futex_wait` on the condition's sequence). If the unlock
+    /// woke someone, the waiter first pays for that wake-up (`Costs`), and
+    /// meanwhile it is still runnable: the woken thread may preempt it
+    /// (on return from the syscall, the kernel's preemption point), and a
+    /// signal that comes before it sleeps wakes no one and lets it go on
+    /// (the sequence changed, so `futex_wait` returns at once). Traced on
+    /// mp3-short: mp3.decoder, preempted there by OMXCall, was still
+    /// runnable when OMXCall signalled and waited, so OMXCall slept beside
+    /// it with positive lag and preempted it again at the next cycle.
+    fn cond_sleep(&mut self, t: TaskId) {
+        if self.tasks[t].overhead > 0 {
+            self.tasks[t].wait_pending = true;
+            return self.pay(t);
+        }
         self.block(t, false)
     }
 
@@ -2485,6 +2508,11 @@ impl<K: SchedClass> Machine<K> {
     /// [`Machine::step_task`]'s work, with `t` as the waker of whatever
     /// it wakes.
     fn step_task_events(&mut self, t: TaskId) {
+        // Back from the syscalls of `pthread_cond_wait`'s unlock: it sleeps
+        // now, unless signalled meanwhile (then it takes the mutex again).
+        if std::mem::take(&mut self.tasks[t].wait_pending) && self.tasks[t].relock.is_none() {
+            return self.block(t, false);
+        }
         if let Some(m) = self.tasks[t].relock {
             if !self.lock(t, m, true) {
                 return self.block(t, false);
@@ -2598,7 +2626,7 @@ impl<K: SchedClass> Machine<K> {
                 Event::Wait { .. } => {
                     self.conds[id as usize].push_back((t, id2));
                     self.unlock(id2);
-                    return self.block(t, false);
+                    return self.cond_sleep(t);
                 }
                 Event::Sync { .. } => {
                     // rt-app's sig_and_wait: the caller holds the mutex
@@ -2607,7 +2635,7 @@ impl<K: SchedClass> Machine<K> {
                     self.signal(id, false);
                     self.conds[id as usize].push_back((t, id2));
                     self.unlock(id2);
-                    return self.block(t, false);
+                    return self.cond_sleep(t);
                 }
                 Event::Barrier(_) => {
                     if !self.lock(t, id, false) {
@@ -3083,6 +3111,39 @@ mod tests {
         }
         let free = costed(2, &waker_json(1, ""), Costs::default());
         assert_eq!(free[0].cpu_ns, 50 * 100_000);
+    }
+
+    /// `pthread_cond_wait` lets the mutex go before it sleeps
+    /// (`cond_sleep`). d (SCHED_IDLE, so any wake-up preempts it) and o
+    /// share CPU 0 and a condition with its mutex, as mp3-short's decoder
+    /// and OMXCall do. d's signal wakes o, which preempts d while d pays
+    /// for the wake-up and blocks on the mutex d holds; d's wait lets the
+    /// mutex go, waking o, which preempts d again before d sleeps; o's
+    /// signal then finds d awake (no wake-up), and d goes on without
+    /// sleeping: two preemptions and no wake-up per cycle. With the
+    /// wake-ups free, d sleeps at once in its wait and o's signal wakes it.
+    #[test]
+    fn a_cond_waiter_preempted_before_it_sleeps_is_signalled_awake() {
+        let json = r#"{"tasks": {
+            "d": {"loop": 20, "cpus": [0], "policy": "SCHED_IDLE", "run": 100,
+                "lock": "m", "signal": "q", "wait": {"ref": "q", "mutex": "m"},
+                "unlock": "m"},
+            "o": {"loop": -1, "cpus": [0], "lock": "m",
+                "wait": {"ref": "q", "mutex": "m"}, "unlock": "m", "run": 50,
+                "lock": "m", "signal": "q", "unlock": "m"}}}"#;
+        let costs = Costs {
+            waker_local: 3_000,
+            ..Default::default()
+        };
+        let s = costed(1, json, costs);
+        assert!(s[0].exited_at.is_some(), "{:?}", s[0]);
+        // Its start only.
+        assert_eq!(s[0].wakeups, 1, "{:?}", s[0]);
+        assert_eq!(s[0].preemptions, 40, "{:?}", s[0]);
+        // o: woken by d's signal and by d's unlock, each cycle.
+        assert!(s[1].wakeups >= 40, "{:?}", s[1]);
+        let free = costed(1, json, Costs::default());
+        assert_eq!(free[0].wakeups, 1 + 20, "{:?}", free[0]);
     }
 
     /// `Costs::migration`: a move's refill is at most the CPU time the

@@ -93,7 +93,7 @@ impl Histogram {
     pub fn record(&mut self, v: u64) {
         if self.counts.is_empty() && self.raw.len() < RAW {
             // Two allocations on the way to `RAW` values, not five (the
-            // doubling's 4, 8, 16, 32 and 64, each a copy).
+            // doubling's 4, 8, 16, 32 and 64, each but the first a copy).
             if self.raw.len() == self.raw.capacity() {
                 self.raw.reserve_exact(if self.raw.is_empty() {
                     RAW / 4

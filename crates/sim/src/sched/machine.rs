@@ -2483,6 +2483,8 @@ impl<K: SchedClass> Machine<K> {
         if b.waiting > 0 {
             b.waiting -= 1;
             b.sleepers.push(t);
+            // XXX: the caller sleeps at once (not `cond_sleep`), carrying
+            // the unlock's wake-up cost across the sleep.
             self.unlock(id);
             return false;
         }
@@ -2632,10 +2634,14 @@ impl<K: SchedClass> Machine<K> {
                     // rt-app's sig_and_wait: the caller holds the mutex
                     // (its JSON locks first); signal, then wait, which
                     // lets the mutex go until the wake-up.
+                    // XXX: it sleeps at once (not `cond_sleep`), carrying
+                    // its signal's cost across the sleep: here that cost is
+                    // owed before the unlock, and paying it there would
+                    // keep it runnable even when the unlock woke no one.
                     self.signal(id, false);
                     self.conds[id as usize].push_back((t, id2));
                     self.unlock(id2);
-                    return self.cond_sleep(t);
+                    return self.block(t, false);
                 }
                 Event::Barrier(_) => {
                     if !self.lock(t, id, false) {

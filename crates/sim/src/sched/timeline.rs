@@ -41,6 +41,12 @@ struct Node {
 }
 
 /// Queued entities by `(key, id)`, each with its vruntime.
+///
+/// XXX: equal keys go in id order. The kernel's rb-tree keeps them in the
+/// order they were queued (`rb_add_augmented_cached` with `__entity_less`,
+/// a strict compare, puts a new node after its equals). Ordering them so
+/// was tried and scored lower on the kept live sets (docs/sim.md, "A tie
+/// goes to the entity queued first"), so it waits for the reason.
 #[derive(Debug, Clone)]
 pub struct Timeline {
     /// While not `big`: every entry, `(key, id, v)`, in order.

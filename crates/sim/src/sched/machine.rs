@@ -1147,11 +1147,7 @@ impl<K: SchedClass> Machine<K> {
         // nice values) may have re-weighed root-level group entities.
         self.reweigh_roots();
         let mut stopped = false;
-        while let Some(at) = self.q.peek_time() {
-            if at > end {
-                break;
-            }
-            let (_, ev) = self.q.pop().expect("peeked");
+        while let Some((_, ev)) = self.q.pop_until(end) {
             match ev {
                 Ev::Start(t) => self.start(t as usize),
                 Ev::Tick(cpu) => self.tick(cpu as usize),

@@ -741,6 +741,12 @@ pub struct ValidateArgs {
     /// then (unless --no-pack; none if none was)
     #[arg(long, value_name = "DIR", conflicts_with_all = ["seconds", "runs", "keep", "no_others"])]
     pub from: Option<PathBuf>,
+    /// Seed of the simulation's random draws (as `corral sim --seed`:
+    /// EEVDF's NI_RANDOM). The kernel's are random; simulating the same
+    /// live runs under a few seeds shows how much of a score is the
+    /// draw's. Default 0, or with --from the seed the runs were kept with
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     pub json: bool,

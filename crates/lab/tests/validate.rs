@@ -39,6 +39,8 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
         vcpu_pack_util: None,
         runs: 1,
         others: true,
+        // Not the default: `--from` must simulate with the seed kept.
+        seed: 3,
     };
     let report = validate::run(&opts, |line| eprintln!("validate: {line}")).unwrap();
     assert_eq!(report.cases.len(), 1);
@@ -107,12 +109,14 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
                 case: None,
                 costs,
                 pack,
+                seed: None,
             },
             |line| eprintln!("validate --from: {line}"),
         )
     };
     let re = again(false, false).unwrap();
     assert!(re.again);
+    assert_eq!((report.sim.seed, re.sim.seed), (3, 3));
     assert_eq!(re.cases.len(), 1);
     let figures = |c: &validate::CaseReport| serde_json::to_value(&c.tasks).unwrap();
     assert_eq!(figures(&re.cases[0]), figures(case));

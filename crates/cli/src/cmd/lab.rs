@@ -786,6 +786,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
             case: args.case.clone(),
             costs: !args.no_costs,
             pack: !args.no_pack,
+            seed: args.seed,
         };
         let r = validate::again(&a, progress)?;
         return print_validate(&r, args.json);
@@ -867,6 +868,7 @@ pub fn validate(paths: &HostPaths, args: &crate::args::ValidateArgs) -> anyhow::
         seconds: args.seconds as u64,
         runs: args.runs as usize,
         others: !args.no_others,
+        seed: args.seed.unwrap_or(0),
         warmup: Duration::from_secs(1),
         case: args.case.clone(),
         keep: args.keep.clone(),
@@ -902,11 +904,12 @@ fn print_validate(r: &corral_lab::validate::Report, json: bool) -> anyhow::Resul
         m.timer_slack_ns
     );
     println!(
-        "simulated: {} on {} CPUs of capacity {}, HZ {}, ticks where the live run had them, {}{}; same workload JSON; {} s each, first {:.0} s left out on both sides; {} each case, figures their medians",
+        "simulated: {} on {} CPUs of capacity {}, HZ {}, seed {}, ticks where the live run had them, {}{}; same workload JSON; {} s each, first {:.0} s left out on both sides; {} each case, figures their medians",
         r.sim.kernel,
         r.sim.cpus,
         r.sim.capacity,
         r.sim.hz,
+        r.sim.seed,
         match r.sim.costs {
             Some(c) => format!(
                 "the scheduler's work charged at the live machine's measured costs (switch {} ns, wake-up {} ns, timer wake-up {} ns, preempting {} ns, migration {} ns, tick {} ns, {})",

@@ -159,6 +159,8 @@ pub struct Again {
     /// Simulate the packing measured then, if it was (`--no-pack`:
     /// placed as upstream).
     pub pack: bool,
+    /// The simulation's seed, if not the one kept.
+    pub seed: Option<u64>,
 }
 
 /// The simulated machine of `--from`: the one kept, with the costs
@@ -171,6 +173,9 @@ fn simulated_machine(settings: &Settings, a: &Again) -> SimInfo {
     }
     if !a.pack {
         sim.vcpu_pack_util = None;
+    }
+    if let Some(seed) = a.seed {
+        sim.seed = seed;
     }
     sim
 }
@@ -381,6 +386,7 @@ mod tests {
                 costs,
                 timer_slack_ns: 1,
                 vcpu_pack_util: pack,
+                seed: 0,
             },
             seconds: 10,
             warmup_ms: 1000,
@@ -410,12 +416,20 @@ mod tests {
             case: None,
             costs,
             pack,
+            seed: None,
         };
         let kept = settings(Some(costs), Some(717));
         let sim = simulated_machine(&kept, &a(true, false));
         assert_eq!((sim.costs, sim.vcpu_pack_util), (Some(costs), None));
         let sim = simulated_machine(&kept, &a(false, true));
         assert_eq!((sim.costs, sim.vcpu_pack_util), (None, Some(717)));
+        // The seed kept, unless another is given.
+        assert_eq!(simulated_machine(&kept, &a(true, true)).seed, 0);
+        let seeded = Again {
+            seed: Some(5),
+            ..a(true, true)
+        };
+        assert_eq!(simulated_machine(&kept, &seeded).seed, 5);
         // Kept without packing: placed as upstream.
         let sim = simulated_machine(&settings(None, None), &a(true, true));
         assert_eq!((sim.costs, sim.vcpu_pack_util), (None, None));
@@ -464,6 +478,7 @@ mod tests {
                 case: None,
                 costs: true,
                 pack: false,
+                seed: None,
             },
             |_| {},
         )

@@ -270,6 +270,8 @@ pub struct Options {
     /// Trace the machine's other threads during each live run and replay
     /// them in the simulation ([`others`]).
     pub others: bool,
+    /// The simulation's seed ([`SimInfo::seed`]).
+    pub seed: u64,
 }
 
 /// Left out at the end: the live side reads the threads before rt-app
@@ -308,6 +310,10 @@ pub struct SimInfo {
     /// The platform's `vcpu_pack_util`: measured here, this kernel packs
     /// wake-ups onto busy CPUs under it ([`crate::placement`]).
     pub vcpu_pack_util: Option<u64>,
+    /// The seed of the model's random draws (`corral sim --seed`: EEVDF's
+    /// NI_RANDOM); 0 in what an older build kept.
+    #[serde(default)]
+    pub seed: u64,
 }
 
 /// The loop speed measured before a case and the calibration rt-app got.
@@ -465,6 +471,7 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Report> {
         costs: o.costs,
         timer_slack_ns: machine.timer_slack_ns,
         vcpu_pack_util: o.vcpu_pack_util,
+        seed: o.seed,
     };
     let (base, temporary) = match &o.keep {
         Some(d) => (d.clone(), false),

@@ -76,7 +76,8 @@ pub(super) fn run_sim(
     let toml = platform_toml(sim, tick_phase_us, groups, root);
     let toml_path = dir.join("platform.toml");
     std::fs::write(&toml_path, &toml).map_err(Error::io(&toml_path))?;
-    let spec = platform::parse(&toml, &toml_path.display().to_string())?;
+    let mut spec = platform::parse(&toml, &toml_path.display().to_string())?;
+    spec.platform.seed = sim.seed;
     let mut m = platform::build(work, &spec, Flavour::Eevdf)?;
     m.record();
     m.advance_to(run.warmup.as_nanos() as u64);

@@ -117,6 +117,14 @@ fn periodic_low_share_with_hogs_cpu_shares_match_the_live_kernel_within_5_pp() {
     let re = again(false, false).unwrap();
     assert!(re.again);
     assert_eq!((report.sim.seed, re.sim.seed), (3, 3));
+    // The kept platform file (one run: in the case's directory) says
+    // which seed to replay it with.
+    let toml_path = kept.path().join("periodic-low-share/platform.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    assert!(
+        toml.contains("# Simulated with seed 3 (corral sim --seed 3)."),
+        "{toml}"
+    );
     assert_eq!(re.cases.len(), 1);
     let figures = |c: &validate::CaseReport| serde_json::to_value(&c.tasks).unwrap();
     assert_eq!(figures(&re.cases[0]), figures(case));

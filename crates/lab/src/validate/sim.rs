@@ -36,7 +36,9 @@ pub(super) fn platform_toml(
     root: &str,
 ) -> String {
     let mut t = format!(
-        "# corral lab validate: this machine as the simulator sees it.\nkernel = \"eevdf\"\nhz = {}\ntick_phase = \"{}us\"\ntimer_slack = \"{}us\"\ncapacities = [{}]\n",
+        "# corral lab validate: this machine as the simulator sees it.\n# Simulated with seed {} (corral sim --seed {}).\nkernel = \"eevdf\"\nhz = {}\ntick_phase = \"{}us\"\ntimer_slack = \"{}us\"\ncapacities = [{}]\n",
+        sim.seed,
+        sim.seed,
         sim.hz,
         tick_phase_us,
         sim.timer_slack_ns as f64 / 1000.0,

@@ -86,8 +86,8 @@ impl Measure {
                  by a rule read off probes (see wake-up latency p50; not with --no-pack); the model's balancer has \
                  one domain level and active balancing only for misfit tasks, and its \
                  new-idle balancing runs as often as it lately pulled (NI_RANDOM), its \
-                 generator seeded with each CPU's number where the kernel's is random, so \
-                 one draw of it stands for all; with \
+                 generator seeded from each CPU's number and the run's seed (--seed) where the kernel's \
+                 is random, so one draw of it stands for all; with \
                  every CPU busy the balancer acts on the root queues' load_avg, which a group's \
                  entity moves at once each time its runnable tasks on the CPU change \
                  (calc_group_shares, reweight_entity; traced on hackbench-groups at 250 Hz: \

@@ -145,21 +145,23 @@ impl<E> Queue<E> {
                 let (at, event) = self.buckets[b].pop()?;
                 self.full &= !(1 << b);
                 self.last = at;
-                self.now = at;
-                self.len -= 1;
-                self.fired += 1;
-                return Some((at, event));
+                return Some(self.fire(event));
             }
             self.redistribute(b, min);
         } else if self.last > end {
             return None;
         }
         let event = self.at_last.pop_front()?;
+        Some(self.fire(event))
+    }
+
+    /// Takes out `event`, due at `last`: the clock moves there.
+    fn fire(&mut self, event: E) -> (Ns, E) {
         debug_assert!(self.last >= self.now, "time went backwards");
         self.now = self.last;
         self.len -= 1;
         self.fired += 1;
-        Some((self.last, event))
+        (self.last, event)
     }
 
     /// Moves the clock to `to` when nothing is due before it (a caller

@@ -748,6 +748,26 @@ fn timed(
     Ok((m.events(), t0.elapsed().as_secs_f64()))
 }
 
+/// [`timed`] three times on the workload in `text`; (events, the median
+/// wall seconds): the runs are identical, the VM's speed is not.
+fn timed_median(
+    text: &str,
+    name: &str,
+    cpus: usize,
+    secs: f64,
+    flavour: corral_sim::sched::fair::Flavour,
+) -> anyhow::Result<(u64, f64)> {
+    let mut walls = Vec::new();
+    let mut events = 0;
+    for _ in 0..3 {
+        let (e, w) = timed(rtapp::parse(text, name)?, cpus, secs, flavour)?;
+        events = e;
+        walls.push(w);
+    }
+    walls.sort_by(f64::total_cmp);
+    Ok((events, walls[1]))
+}
+
 /// Peak resident memory of this process so far (VmHWM), MiB.
 fn peak_rss_mib() -> Option<f64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -775,19 +795,9 @@ fn bench() -> anyhow::Result<ExitCode> {
             continue;
         };
         for flavour in [Flavour::Eevdf, Flavour::Cfs] {
-            // An hour simulated, three times; the median wall time (the
-            // runs are identical, the VM's speed is not).
+            // An hour simulated.
             let secs = 3600.0;
-            let mut walls = Vec::new();
-            let mut events = 0;
-            for _ in 0..3 {
-                let work = rtapp::parse(&text, name)?;
-                let (e, w) = timed(work, 2, secs, flavour)?;
-                events = e;
-                walls.push(w);
-            }
-            walls.sort_by(f64::total_cmp);
-            let wall = walls[1];
+            let (events, wall) = timed_median(&text, name, 2, secs, flavour)?;
             println!(
                 "{name:<20} {:<6}  {:>4}  {:>7.0} s  {wall:>8.3}  {events:>10}  {:>10.2}  {:>10.0}",
                 format!("{flavour:?}").to_lowercase(),
@@ -811,16 +821,7 @@ fn bench() -> anyhow::Result<ExitCode> {
                 r#"{{"tasks": {{"p": {{"instance": {tasks}, "loop": -1, "run": 1000, "timer": {{"ref": "unique", "period": 10000}}}}}}}}"#
             );
             let secs = 2.0;
-            let mut walls = Vec::new();
-            let mut events = 0;
-            for _ in 0..3 {
-                let work = rtapp::parse(&json, "synthetic")?;
-                let (e, w) = timed(work, cpus, secs, Flavour::Eevdf)?;
-                events = e;
-                walls.push(w);
-            }
-            walls.sort_by(f64::total_cmp);
-            let wall = walls[1];
+            let (events, wall) = timed_median(&json, "synthetic", cpus, secs, Flavour::Eevdf)?;
             println!(
                 "{cpus:>4}  {tasks:>5}  {wall:>9.3}  {events:>10}  {:>10.2}  {:>11.1}  {:>8.0}",
                 events as f64 / wall / 1e6,

@@ -284,9 +284,9 @@ pub struct SimArgs {
     pub config: Option<PathBuf>,
     /// The daemon's own CPU time for --policy corral and --compare,
     /// STEP_US,QUICK_US: a thread that runs that long at each full step
-    /// and each quick step (`corral lab overhead` gives the daemon's CPU
-    /// per full step with its quick steps' included: as STEP_US with
-    /// QUICK_US 0, or split) [default: none, the daemon costs nothing].
+    /// and each quick step (`corral run` logs both when it stops, as
+    /// "own CPU: … (corral sim --daemon-cost A,B)") [default: none, the
+    /// daemon costs nothing].
     #[arg(long, value_name = "STEP_US,QUICK_US")]
     pub daemon_cost: Option<DaemonCostArg>,
     /// What if corral managed it: replay the workload with no policy and

@@ -197,6 +197,17 @@ fn privileged_sigterm_puts_every_thread_back_and_removes_the_groups() {
     );
     assert!(out.status.success(), "daemon failed: {}\n{log}", out.status);
     assert!(log.contains("every thread put back"), "{log}");
+    // What its steps cost it, for `corral sim --daemon-cost`.
+    let cost = log
+        .lines()
+        .find_map(|l| {
+            l.split_once("(corral sim --daemon-cost ")?
+                .1
+                .strip_suffix(')')
+        })
+        .unwrap_or_else(|| panic!("no own CPU line:\n{log}"));
+    let (full, _quick) = cost.split_once(',').unwrap();
+    assert!(full.parse::<u64>().unwrap() > 0, "{log}");
     for d in w.daemon_dirs() {
         assert!(!d.exists(), "{} left behind", d.display());
     }

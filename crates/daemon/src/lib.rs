@@ -1186,6 +1186,35 @@ impl<H: Host> Daemon<H> {
         metrics::render(&self.counters, &self.status())
     }
 
+    /// The loop's own CPU time in a full step (`quick`: a quick step),
+    /// as the live loop measured it.
+    pub fn observe_cpu(&mut self, quick: bool, ns: u64) {
+        let c = &mut self.counters;
+        if quick {
+            c.quick_looks += 1;
+            c.quick_cpu_ns += ns;
+        } else {
+            c.step_cpu_ns += ns;
+        }
+    }
+
+    /// What the loop's steps cost it so far: the mean CPU time of a full
+    /// step and of a quick step, µs (`corral sim --daemon-cost`'s
+    /// STEP_US,QUICK_US), and how many of each ran. `None` before a step.
+    pub fn own_cost(&self) -> Option<OwnCost> {
+        let c = &self.counters;
+        (c.steps > 0).then(|| OwnCost {
+            steps: c.steps,
+            step_us: c.step_cpu_ns as f64 / c.steps as f64 / 1e3,
+            quick_looks: c.quick_looks,
+            quick_us: if c.quick_looks == 0 {
+                0.0
+            } else {
+                c.quick_cpu_ns as f64 / c.quick_looks as f64 / 1e3
+            },
+        })
+    }
+
     fn try_boost(
         &mut self,
         tid: u32,
@@ -1645,3 +1674,14 @@ fn reason_text(r: &Reason, cfg: &Config) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The loop's own CPU time per step ([`Daemon::own_cost`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OwnCost {
+    pub steps: u64,
+    /// Mean CPU time of a full step, µs.
+    pub step_us: f64,
+    pub quick_looks: u64,
+    /// Mean CPU time of a quick step, µs.
+    pub quick_us: f64,
+}

@@ -72,6 +72,13 @@ pub struct Counters {
     pub boosts_refused: u64,
     /// How long each boost lasted, from its start to its end.
     pub boost_seconds: Histogram,
+    /// The loop's own CPU time (its thread's `CLOCK_THREAD_CPUTIME_ID`)
+    /// in full steps and in quick steps, ns, and the quick steps that ran
+    /// (re-planned or not: each looked at the new threads and exits).
+    /// The live loop counts them ([`crate::server::run`]).
+    pub step_cpu_ns: u64,
+    pub quick_cpu_ns: u64,
+    pub quick_looks: u64,
 }
 
 pub const CHANGE_KINDS: [&str; 4] = ["set_group", "move", "release", "remove_group"];
@@ -233,6 +240,26 @@ fn render_counters(out: &mut String, c: &Counters, status: &Status) {
         "Quick steps between full ones that re-planned (a new thread placed, an exit, a spawner).",
         "counter",
         c.quick_steps,
+    );
+    header(
+        out,
+        "corral_step_cpu_seconds_total",
+        "The control loop's own CPU time in full steps and in quick steps.",
+        "counter",
+    );
+    for (kind, ns) in [("full", c.step_cpu_ns), ("quick", c.quick_cpu_ns)] {
+        let _ = writeln!(
+            out,
+            "corral_step_cpu_seconds_total{{kind=\"{kind}\"}} {}",
+            ns as f64 / 1e9
+        );
+    }
+    single(
+        out,
+        "corral_quick_looks_total",
+        "Quick steps run, whether or not they re-planned.",
+        "counter",
+        c.quick_looks,
     );
     c.step_seconds.write(
         out,

@@ -496,6 +496,14 @@ pub fn answer<H: Host>(daemon: &mut Daemon<H>, cmd: Command, caller: Caller) -> 
     }
 }
 
+/// The CPU time this thread has used, ns (`CLOCK_THREAD_CPUTIME_ID`): what
+/// a step costs the daemon, blocked time (a cgroup write waiting on a
+/// lock) left out, as the simulated daemon's `--daemon-cost` counts it.
+fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// Why the loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
@@ -525,7 +533,9 @@ pub fn run<H: Host>(
         let at = now();
         match schedule.due(at) {
             Due::Step => {
+                let cpu = thread_cpu_ns();
                 let report = daemon.step()?.clone();
+                daemon.observe_cpu(false, thread_cpu_ns().saturating_sub(cpu));
                 schedule.stepped(at);
                 on_step(&report, daemon);
                 if once {
@@ -535,7 +545,10 @@ pub fn run<H: Host>(
             }
             // New threads and exits between full steps.
             Due::Quick => {
-                if let Some(report) = daemon.quick_step()? {
+                let cpu = thread_cpu_ns();
+                let report = daemon.quick_step()?;
+                daemon.observe_cpu(true, thread_cpu_ns().saturating_sub(cpu));
+                if let Some(report) = report {
                     on_step(&report, daemon);
                 }
                 schedule.quick_stepped(now());

@@ -678,6 +678,26 @@ fn the_live_loop_steps_on_the_schedule() {
     .unwrap();
     stopper.join().unwrap();
     assert!(steps.len() >= 4, "{steps:?}");
+    // The loop counted its own CPU time per kind of step.
+    let cost = d.own_cost().unwrap();
+    assert_eq!(cost.steps, steps.len() as u64);
+    assert!(cost.step_us > 0.0, "{cost:?}");
+    assert!(
+        cost.quick_looks >= 3,
+        "a quick step 40 ms after each full one: {cost:?}"
+    );
+    let m = d.metrics();
+    let full: f64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("corral_step_cpu_seconds_total{kind=\"full\"} "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (full * 1e6 / cost.steps as f64 - cost.step_us).abs() < 0.01,
+        "{m}"
+    );
+    assert!(m.contains(&format!("corral_quick_looks_total {}", cost.quick_looks)));
     for (i, &(_, at)) in steps.iter().enumerate() {
         let due = Duration::from_millis(50 * i as u64);
         assert!(

@@ -359,6 +359,9 @@ struct Affinity {
     last: std::collections::HashMap<u32, Option<Vec<u32>>>,
     /// Each thread's cgroup, as told (once: where it started).
     cgroup: std::collections::HashMap<u32, String>,
+    /// The outsiders (threads seen running beside the scope) whose task
+    /// group was read: once each, when first seen.
+    outsiders: std::collections::HashSet<u32>,
     /// Whether the kernel runs autogroups: a thread in the root cgroup is
     /// then told as in its session's group (`/autogroup-N`).
     autogroups: bool,
@@ -438,19 +441,39 @@ impl Affinity {
             // Where it started, as its program put it: a resource manager
             // (corral itself) may move it later, which is what the replay
             // decides again.
-            if let std::collections::hash_map::Entry::Vacant(slot) = self.cgroup.entry(tid) {
-                if let Some(mut path) = cpu_cgroup(paths, tid) {
-                    if path == "/" && self.autogroups {
-                        if let Some(group) = autogroup_of(paths, tid) {
-                            path = group;
-                        }
-                    }
-                    slot.insert(path.clone());
+            if !self.cgroup.contains_key(&tid) {
+                if let Some(path) = self.task_group(paths, tid) {
+                    self.cgroup.insert(tid, path.clone());
+                    changed.push(Directive::Cgroup { tid, path });
+                }
+            }
+        }
+        // The background's task groups, for the replay to compete as
+        // live: the recorder itself, started from the workload's shell,
+        // runs in its autogroup. XXX: a PID reused by another outsider
+        // keeps the first one's group; one gone before its first read
+        // stays in the root.
+        for tid in conv.outsiders() {
+            if self.outsiders.insert(tid) {
+                if let Some(path) = self.task_group(paths, tid) {
                     changed.push(Directive::Cgroup { tid, path });
                 }
             }
         }
         changed
+    }
+
+    /// The task group `tid` runs in: its cpu cgroup, or with autogroups
+    /// on and that cgroup the root, its session's autogroup (none for a
+    /// kernel thread: the root). `None` when it is gone.
+    fn task_group(&self, paths: &HostPaths, tid: u32) -> Option<String> {
+        let path = cpu_cgroup(paths, tid)?;
+        if path == "/" && self.autogroups {
+            if let Some(group) = autogroup_of(paths, tid) {
+                return Some(group);
+            }
+        }
+        Some(path)
     }
 }
 

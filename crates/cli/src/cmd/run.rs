@@ -480,6 +480,21 @@ fn serve(
         }
     };
     restored.context("could not put every thread back")?;
+    // What the loop cost, as the simulator's daemon is told it.
+    if let (server::Ended::Stopped(_), Some(c)) = (&ended, daemon.own_cost()) {
+        log::info(&format!(
+            "own CPU: {} full {} at {:.0} µs each, {} quick {} at {:.0} µs each \
+             (corral sim --daemon-cost {:.0},{:.0})",
+            c.steps,
+            if c.steps == 1 { "step" } else { "steps" },
+            c.step_us,
+            c.quick_looks,
+            if c.quick_looks == 1 { "step" } else { "steps" },
+            c.quick_us,
+            c.step_us,
+            c.quick_us
+        ));
+    }
     match ended {
         server::Ended::Stopped(why) if dry_run => {
             log::info(&format!("{why}: stopped (a dry run changes nothing)"))

@@ -269,9 +269,15 @@ pub fn run(
         .iter()
         .any(|p| matches!(r.under.get(&p.name), Some(Place::Unmanaged(_))))
     {
-        println!(
-            "A thread left alone changes only by where corral puts the others, and the model overstates that gain: cyclictest's pinned measuring thread beside a build gained less live than the replay predicted (docs/sim.md, --compare)"
-        );
+        if args.daemon_cost.is_some() {
+            println!(
+                "A thread left alone changes only by where corral puts the others and by what shares its task group with it (the daemon, the recorder): docs/sim.md, --compare"
+            );
+        } else {
+            println!(
+                "A thread left alone changes only by where corral puts the others and by what shares its task group with it: without --daemon-cost (`corral run` logs it when it stops) the daemon runs free and such a thread is predicted to gain too much (docs/sim.md, --compare)"
+            );
+        }
     }
     if whole_none.iter().all(|f| f.threads == 0) {
         println!("Whole: no thread in scope (every thread is background)");

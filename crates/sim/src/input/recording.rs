@@ -196,6 +196,7 @@ impl Thread {
         if o.cpus.count_ones() == 1 {
             th.cpus = Some(vec![o.cpus.trailing_zeros()]);
         }
+        th.cgroup = o.cgroup;
         Some(th)
     }
 
@@ -304,6 +305,10 @@ struct Outsider {
     runs: Vec<(u64, u64)>,
     /// The CPUs it was seen on (a bit each, the first 64).
     cpus: u64,
+    /// Its task group, when the recorder read it ([`Directive::Cgroup`]):
+    /// a thread outside the scope may share one with the workload (the
+    /// recorder started from the same shell shares its autogroup).
+    cgroup: Option<String>,
 }
 
 impl Background {
@@ -337,6 +342,7 @@ impl Background {
                 prio: 120,
                 runs: Vec::new(),
                 cpus: 0,
+                cgroup: None,
             });
             if let Some(p) = next.prio {
                 o.prio = p;
@@ -693,6 +699,15 @@ impl Converter {
             .collect()
     }
 
+    /// The PIDs of the tasks seen running beside the scope so far (the
+    /// background), whose task group the recorder reads once.
+    pub fn outsiders(&self) -> Vec<u32> {
+        self.background
+            .as_ref()
+            .map(|b| b.tasks.keys().copied().collect())
+            .unwrap_or_default()
+    }
+
     /// What the recorder knew beside the events (also read back from a
     /// raw trace's lines).
     pub fn directive(&mut self, d: Directive) {
@@ -713,10 +728,15 @@ impl Converter {
                     self.threads[i].cpus = cpus;
                 }
             }
-            // Its cgroup, as last read (the root: none).
+            // Its cgroup, as last read (the root: none); a thread of the
+            // background's too.
             Directive::Cgroup { tid, path } => {
+                let path = (path != "/").then_some(path);
                 if let Some(&i) = self.by_tid.get(&tid) {
-                    self.threads[i].cgroup = (path != "/").then_some(path);
+                    self.threads[i].cgroup = path;
+                } else if let Some(o) = self.background.as_mut().and_then(|b| b.tasks.get_mut(&tid))
+                {
+                    o.cgroup = path;
                 }
             }
             Directive::Packing { util } => self.packing = Some(util),
@@ -1629,6 +1649,38 @@ CPU:1 [LOST 7 EVENTS]
         assert!(json.contains("\"corral_background\": true"), "{json}");
         // The programs compared leave it out.
         assert_eq!(r.by_comm().len(), 1);
+    }
+
+    #[test]
+    fn an_outsider_competes_in_the_task_group_it_was_read_in() {
+        // The recorder (300), outside the scope, runs in the workload's
+        // autogroup; a kernel thread's group reads as the root.
+        let trace = "\
+# corral start t0=1000000000 online=2 scope=200
+  a-200 [000] d..2. 1.002000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=R+ ==> next_comm=corral next_pid=300 next_prio=120
+  corral-300 [000] d..2. 1.004000: sched_switch: prev_comm=corral prev_pid=300 prev_prio=120 prev_state=S ==> next_comm=kdamond.0 next_pid=71 next_prio=120
+  kdamond.0-71 [000] d..2. 1.006000: sched_switch: prev_comm=kdamond.0 prev_pid=71 prev_prio=120 prev_state=I ==> next_comm=a next_pid=200 next_prio=120
+# corral cgroup 200 /autogroup-5
+# corral cgroup 300 /autogroup-5
+# corral cgroup 71 /
+  a-200 [000] d..2. 1.010000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+        let mut c = Converter::new(Scope::All, None);
+        for l in trace.lines() {
+            c.line(l).unwrap();
+        }
+        let mut seen = c.outsiders();
+        seen.sort_unstable();
+        assert_eq!(seen, [71, 300]);
+        let r = c.finish();
+        let names: Vec<String> = r.threads.iter().map(Thread::name).collect();
+        assert_eq!(names, ["a-200", "kdamond.0-71", "corral-300"]);
+        assert_eq!(r.threads[0].cgroup.as_deref(), Some("/autogroup-5"));
+        assert_eq!(r.threads[1].cgroup, None);
+        assert_eq!(r.threads[2].cgroup.as_deref(), Some("/autogroup-5"));
+        let json = r.to_json(false, "test");
+        let line = json.lines().find(|l| l.contains("corral-300")).unwrap();
+        assert!(line.contains("\"taskgroup\": \"/autogroup-5\""), "{line}");
     }
 
     #[test]

@@ -151,7 +151,7 @@ fn bench_tree(c: &mut Criterion) {
         let p = population(n, 2024);
         let mut s = Timeline::default();
         for t in 0..n {
-            s.insert(p.vruntime[t], t, p.vruntime[t]);
+            s.insert(p.vruntime[t], t as u64, t, p.vruntime[t]);
         }
         measure(c, "pick", "cfs_tree", n, &mut |b| {
             b.iter(|| black_box(s.first()))
@@ -161,8 +161,8 @@ fn bench_tree(c: &mut Criterion) {
             b.iter(|| {
                 i = (i + 1) % SEQ;
                 let t = p.seq[i];
-                black_box(s.remove(p.vruntime[t], t));
-                s.insert(p.vruntime[t], t, p.vruntime[t]);
+                black_box(s.remove(p.vruntime[t], t as u64));
+                s.insert(p.vruntime[t], t as u64, t, p.vruntime[t]);
             })
         });
     }

@@ -52,7 +52,11 @@
 //! case measures the loop on this machine right before it (rt-app with 1
 //! ns per loop, seven 5 ms runs, the median) and gives rt-app that as its
 //! `calibration`. What a `run` µs cost live in the window is reported
-//! (`work`), since this VM's speed drifts.
+//! (`work`), since this VM's speed drifts. The same measurement then
+//! times a thousand runs of 10 000 loops, each after a 100 µs sleep:
+//! how they vary (`run_spread`, percentiles over the median) is given to
+//! the simulated machine, which draws each `run`'s length from it, as
+//! live runs of fixed work never take exactly the same time.
 //!
 //! **Groups.** The case's groups are made under a root of this run's own,
 //! `<cpu mount>/corral-validate-<pid>/`, and the workload's `taskgroup`
@@ -325,6 +329,11 @@ pub struct Calibration {
     pub ns_per_loop_max: f64,
     /// rt-app's `calibration` (integer ns per loop).
     pub used: u32,
+    /// How a run of fixed work varies: the 5th, 10th, … 95th percentiles
+    /// of a short run's wall time over its median (the simulated
+    /// platform's `run_spread`); empty in what an older build kept.
+    #[serde(default)]
+    pub run_spread: Vec<f64>,
 }
 
 /// One side's figures for a task.
@@ -909,6 +918,7 @@ fn compare(
         run,
         sim,
         tick_phase_us,
+        &cal.run_spread,
         scaled,
         live.others.clone(),
         groups,

@@ -27,11 +27,12 @@ pub(super) struct Simulated {
 }
 
 /// The platform file of a case: this machine's CPUs at capacity 1024,
-/// its HZ, the tick's phase and the timers' slack of the live run, and
-/// the case's groups under the run's root.
+/// its HZ, the tick's phase, the timers' slack and the runs' spread of
+/// the live run, and the case's groups under the run's root.
 pub(super) fn platform_toml(
     sim: &SimInfo,
     tick_phase_us: u64,
+    run_spread: &[f64],
     groups: &[(&str, u64)],
     root: &str,
 ) -> String {
@@ -47,6 +48,10 @@ pub(super) fn platform_toml(
     if let Some(u) = sim.vcpu_pack_util {
         let _ = writeln!(t, "vcpu_pack_util = {u}");
     }
+    if !run_spread.is_empty() {
+        let f: Vec<String> = run_spread.iter().map(|x| format!("{x:.4}")).collect();
+        let _ = writeln!(t, "run_spread = [{}]", f.join(", "));
+    }
     if let Some(c) = sim.costs {
         t.push_str(&c.toml());
     }
@@ -61,6 +66,7 @@ pub(super) fn run_sim(
     run: Window,
     sim: &SimInfo,
     tick_phase_us: u64,
+    run_spread: &[f64],
     mut work: rtapp::Workload,
     others: Vec<rtapp::Task>,
     groups: &[(&str, u64)],
@@ -75,7 +81,7 @@ pub(super) fn run_sim(
         .map(|t| t.instances as usize)
         .sum::<usize>();
     work.tasks.extend(others);
-    let toml = platform_toml(sim, tick_phase_us, groups, root);
+    let toml = platform_toml(sim, tick_phase_us, run_spread, groups, root);
     let toml_path = dir.join("platform.toml");
     std::fs::write(&toml_path, &toml).map_err(Error::io(&toml_path))?;
     let mut spec = platform::parse(&toml, &toml_path.display().to_string())?;

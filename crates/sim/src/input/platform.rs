@@ -11,6 +11,10 @@
 //!                                       # (`corral lab placement` measures it,
 //!                                       # a `corral record`ing carries it; 0:
 //!                                       # none, as upstream Linux)
+//! run_spread = [0.99, 1.0, 1.0, 1.07]   # how rt-app's `run` varies live: each
+//!                                       # run takes its length times one of
+//!                                       # these, drawn (`corral lab validate`
+//!                                       # measures it; none: exact)
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
 //! offline = [2, 3]                      # CPUs offline at the start
@@ -79,6 +83,8 @@ struct File {
     tick_phase: Option<String>,
     timer_slack: Option<String>,
     vcpu_pack_util: Option<u64>,
+    #[serde(default)]
+    run_spread: Vec<f64>,
     cpus: Option<usize>,
     capacities: Option<Vec<u32>>,
     #[serde(default)]
@@ -212,6 +218,12 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             "packing is known on CPUs of one capacity only; these differ".into(),
         ));
     }
+    if let Some(x) = f.run_spread.iter().find(|x| !(0.5..=2.0).contains(*x)) {
+        return Err(at(
+            "run_spread",
+            format!("{x} is not a factor of a run's length (0.5 to 2)"),
+        ));
+    }
     let kernel = match &f.kernel {
         Some(k) => Some(
             k.parse::<crate::models::Model>()
@@ -248,6 +260,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             tick_phase,
             timer_slack,
             vcpu_pack_util: f.vcpu_pack_util,
+            run_spread: f.run_spread,
             seed: 0,
             hotplug,
             offline: f.offline,
@@ -635,6 +648,24 @@ quota_us = 50000
                 max_ms: Some(90),
                 on_wake: false,
             }]
+        );
+    }
+
+    #[test]
+    fn a_run_spread_is_a_list_of_factors_near_one() {
+        let p = parse("cpus = 2\nrun_spread = [0.99, 1.0, 1.07]\n", "p.toml").unwrap();
+        assert_eq!(p.platform.run_spread, [0.99, 1.0, 1.07]);
+        assert!(parse("cpus = 2\n", "p.toml")
+            .unwrap()
+            .platform
+            .run_spread
+            .is_empty());
+        let e = parse("cpus = 2\nrun_spread = [1.0, 3.0]\n", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "p.toml:2: run_spread: 3 is not a factor of a run's length (0.5 to 2)"
         );
     }
 

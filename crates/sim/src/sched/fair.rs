@@ -205,6 +205,9 @@ struct Entity {
     prev_sum_exec: Ns,
     /// The run queue it is queued on.
     rq: RqId,
+    /// Its place among equal keys in its queue's tree: when it was put
+    /// in ([`Fair::tree_add`]).
+    tree_ord: u64,
     /// For a group entity: the group's run queue it stands for.
     my_rq: Option<RqId>,
     /// For a task's entity: the task.
@@ -229,7 +232,7 @@ struct Entity {
 
 #[derive(Debug, Clone, Default)]
 struct CfsRq {
-    /// Queued entities but curr, by (vruntime or deadline, id), each
+    /// Queued entities but curr, by (vruntime or deadline, order queued), each
     /// subtree with its smallest vruntime.
     tree: Timeline,
     curr: Option<EntityId>,
@@ -298,6 +301,8 @@ struct TaskInfo {
 #[derive(Debug, Clone)]
 pub struct Fair {
     flavour: Flavour,
+    /// Entities put in a tree so far (their `tree_ord`).
+    tree_adds: u64,
     tun: Tunables,
     /// The `sched_feat` switches in force (EEVDF reads them).
     feat: Features,
@@ -456,6 +461,7 @@ impl Fair {
 
     pub fn new(flavour: Flavour, ncpus: usize) -> Fair {
         let mut f = Fair {
+            tree_adds: 0,
             flavour,
             tun: Tunables::for_cpus(ncpus),
             feat: Features::default(),
@@ -625,8 +631,10 @@ impl Fair {
             self.entities[e].vruntime,
             self.entities[e].weight,
         );
+        self.tree_adds += 1;
+        self.entities[e].tree_ord = self.tree_adds;
         let r = &mut self.rqs[rq];
-        r.tree.insert(k, e, v);
+        r.tree.insert(k, self.tree_adds, e, v);
         r.sum_wv += v as i128 * w as i128;
         r.sum_w += w;
     }
@@ -638,7 +646,7 @@ impl Fair {
             self.entities[e].weight,
         );
         let r = &mut self.rqs[rq];
-        let was = r.tree.remove(k, e);
+        let was = r.tree.remove(k, self.entities[e].tree_ord);
         debug_assert!(was, "entity {e} not in its tree");
         r.sum_wv -= v as i128 * w as i128;
         r.sum_w -= w;
@@ -3633,8 +3641,14 @@ mod tests {
         f.set_task_group(0, "/g").unwrap();
         f.set_task_group(1, "/g").unwrap();
         let g = f.rqs[f.groups[f.by_path["/g"]].rqs[0]].se.unwrap();
+        // (Task 0 queued first: of two equal deadlines the kernel's tree
+        // picks the one queued first.)
+        f.enqueue(0, 0, true, 0);
         f.enqueue(0, 1, true, 0);
-        run_0_past_its_protection(&mut f);
+        let e0 = f.tasks[0].entity;
+        assert_eq!(f.pick_next(0, 0), Some(0));
+        f.update_curr(0, 2_000_000);
+        assert!(!f.protect_slice(e0));
         let e1 = f.tasks[1].entity;
         assert!(!f.protect_slice(g));
         f.put_prev(0, 0, 2_000_000);

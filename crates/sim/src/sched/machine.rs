@@ -59,10 +59,18 @@ pub struct Platform {
     /// upstream Linux, by default; `corral lab placement` measures it).
     /// See [`SchedClass::set_vcpu_pack_util`].
     pub vcpu_pack_util: Option<u64>,
+    /// How an rt-app `run` of fixed work varies live: factors of its
+    /// length, each as likely (see [`Machine::run_length`]); empty: every
+    /// run takes exactly its length.
+    pub run_spread: Vec<f64>,
     /// The seed of the kernel model's random draws (EEVDF's NI_RANDOM);
     /// `corral sim --seed`, 0 by default. See [`SchedClass::set_seed`].
     pub seed: u64,
 }
+
+/// Sets [`Machine::run_length`]'s draws apart from the kernel model's
+/// (NI_RANDOM's), which start from the same seed.
+const SPREAD_STREAM: u64 = 0x5EED_2E1A_0000_0001;
 
 /// `init_task.timer_slack_ns`: every process inherits it over fork
 /// unless it sets its own (`prctl(PR_SET_TIMERSLACK)`).
@@ -188,6 +196,7 @@ impl Platform {
             tick_phase: 0,
             timer_slack: TIMER_SLACK_NS,
             vcpu_pack_util: None,
+            run_spread: Vec::new(),
             seed: 0,
             hotplug: Vec::new(),
             offline: Vec::new(),
@@ -450,6 +459,8 @@ pub struct Machine<K: SchedClass> {
     /// Wake-ups posted to each semaphore (`corral_wake`) not yet taken.
     tokens: Vec<u32>,
     barriers: Vec<Barrier>,
+    /// The state of the draws of [`Machine::run_length`].
+    spread_state: u64,
     /// Ticks seen per CPU (for the balancing interval).
     ticks: Vec<u64>,
     /// Whether each CPU's tick runs (it stops while the CPU idles).
@@ -763,6 +774,7 @@ impl<K: SchedClass> Machine<K> {
         }
         k.set_vcpu_pack_util(platform.vcpu_pack_util);
         k.set_seed(platform.seed);
+        let spread_state = platform.seed ^ SPREAD_STREAM;
         let (ids, names) = resource_ids(&work);
         let nnames = names.len().max(1);
         let (mut tasks, barrier_users) = Self::tasks(&work, &mut k, ncpus, &names, nnames)?;
@@ -821,6 +833,7 @@ impl<K: SchedClass> Machine<K> {
             suspended: vec![Vec::new(); nnames],
             tokens: vec![0; nnames],
             barriers,
+            spread_state,
             ticks: vec![0; ncpus],
             ticking: vec![true; ncpus],
             tickless: 0,
@@ -2128,6 +2141,39 @@ impl<K: SchedClass> Machine<K> {
     /// XXX: the only such interrupt modelled is the CPU's tick, taken to
     /// run when the CPU has a task to run as the timer is armed (the
     /// kernel: at expiry); other timers' interrupts are not modelled.
+    /// How long a `run` of `ns` takes this time: exactly `ns`, or with the
+    /// platform's `run_spread`, `ns` times one of its factors, each as
+    /// likely:
+    ///
+    /// ```text
+    /// length = ns × run_spread[⌊u · n⌋],  u uniform in [0, 1): splitmix64
+    ///          over a stream seeded by the platform's seed (`--seed`)
+    /// ```
+    ///
+    /// Live, rt-app's fixed work takes a little more or less each time
+    /// (interrupts, the vCPU's host); exact lengths make runs that end
+    /// together queue in the same order cycle after cycle. A recorded
+    /// thread's runs (`live_moves`) are live CPU times that vary already:
+    /// played as they are.
+    ///
+    /// XXX: one spread for every length, measured on runs of about 85 µs
+    /// alone on a CPU (`corral lab validate`'s calibration); live, a
+    /// longer run may vary less in proportion, one among busy threads
+    /// more.
+    fn run_length(&mut self, t: TaskId, ns: Ns) -> Ns {
+        let n = self.platform.run_spread.len();
+        if n == 0 || self.tasks[t].live_moves.is_some() {
+            return ns;
+        }
+        self.spread_state = self.spread_state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.spread_state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let f = self.platform.run_spread[(((z >> 32) * n as u64) >> 32) as usize];
+        ((ns as f64 * f).round() as Ns).max(1)
+    }
+
     fn hrtimer_sleep(&mut self, t: TaskId, soft: Ns) {
         let (cpu, slack) = (self.tasks[t].cpu, self.tasks[t].timer_slack);
         self.block(t, false);
@@ -2562,9 +2608,15 @@ impl<K: SchedClass> Machine<K> {
             }
             match ev {
                 &Event::Run(us) | &Event::Runtime(us) => {
+                    let scaled = matches!(ev, Event::Run(_));
+                    let ns = if scaled {
+                        self.run_length(t, us * 1000)
+                    } else {
+                        us * 1000
+                    };
                     let task = &mut self.tasks[t];
-                    task.remaining = us * 1000;
-                    task.scaled = matches!(ev, Event::Run(_));
+                    task.remaining = ns;
+                    task.scaled = scaled;
                     task.run_start = now;
                     if task.remaining == 0 {
                         continue;
@@ -3327,6 +3379,46 @@ mod tests {
         assert_eq!(s[2].cpu_ns, 100_000, "{:?}", s[2]);
     }
 
+    /// `run_length`: with a spread, each `run` takes its length times one
+    /// of the factors, as the platform's seed draws them; without one,
+    /// exactly its length; a recorded thread's runs as they are.
+    #[test]
+    fn a_run_takes_its_length_times_a_factor_of_the_spread() {
+        let lengths = |spread: &[f64], seed: u64, recorded: bool| -> Vec<Ns> {
+            let mut p = Platform::uniform(1);
+            p.run_spread = spread.to_vec();
+            p.seed = seed;
+            let moves = if recorded {
+                r#", "corral_moves": 0"#
+            } else {
+                ""
+            };
+            let json = format!(
+                r#"{{"tasks": {{"t": {{"loop": 40, "run": 1000, "sleep": 1000{moves}}}}}}}"#
+            );
+            let mut m = Machine::new(p, parse(&json, "test").unwrap(), Fair::eevdf(1)).unwrap();
+            m.record();
+            m.run_until(200_000_000);
+            let l: Vec<Ns> = m.slices().iter().map(|s| s.end - s.start).collect();
+            assert_eq!(l.len(), 40, "{l:?}");
+            l
+        };
+        assert!(lengths(&[], 0, false).iter().all(|&l| l == 1_000_000));
+        let a = lengths(&[0.9, 1.1], 0, false);
+        assert!(a.iter().all(|&l| l == 900_000 || l == 1_100_000), "{a:?}");
+        let short = a.iter().filter(|&&l| l == 900_000).count();
+        assert!((10..=30).contains(&short), "each factor as likely: {a:?}");
+        assert_eq!(
+            lengths(&[0.9, 1.1], 0, false),
+            a,
+            "the same seed, the same draws"
+        );
+        assert_ne!(lengths(&[0.9, 1.1], 1, false), a, "another seed, others");
+        assert!(lengths(&[0.9, 1.1], 0, true)
+            .iter()
+            .all(|&l| l == 1_000_000));
+    }
+
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks
     /// (the first event is the timer, so its base is the start, 0; its
     /// start is a wake-up too, and left out). A
@@ -3359,7 +3451,9 @@ mod tests {
         let p = r#""p": {"loop": -1, "timer": {"ref": "t", "period": 4000}, "run": 100}"#;
         let fifo = r#""p": {"loop": -1, "policy": "SCHED_FIFO", "priority": 10,
             "timer": {"ref": "t", "period": 4000}, "run": 100}"#;
-        let hog = r#""q": {"loop": -1, "run": 1000000}"#;
+        // (At nice 19 its deadlines lie far out: the sleeper preempts it
+        // at each wake-up and is asleep again at its next expiry.)
+        let hog = r#""q": {"loop": -1, "priority": 19, "run": 1000000}"#;
         let idle = wakes(&format!(r#"{{"tasks": {{{p}}}}}"#));
         assert!(idle.iter().all(|&w| w == TIMER_SLACK_NS), "{idle:?}");
         let busy = wakes(&format!(r#"{{"tasks": {{{p}, {hog}}}}}"#));

@@ -29,6 +29,8 @@ pub const SHRINK: usize = 64;
 #[derive(Debug, Clone, Copy)]
 struct Node {
     key: i64,
+    /// Breaks ties of `key`: the order of insertion.
+    ord: u64,
     id: usize,
     /// The entity's vruntime when it was queued (the owner never changes
     /// a queued entity's vruntime: it takes the entity out first).
@@ -40,17 +42,14 @@ struct Node {
     right: u32,
 }
 
-/// Queued entities by `(key, id)`, each with its vruntime.
-///
-/// XXX: equal keys go in id order. The kernel's rb-tree keeps them in the
-/// order they were queued (`rb_add_augmented_cached` with `__entity_less`,
-/// a strict compare, puts a new node after its equals). Ordering them so
-/// was tried and scored lower on the kept live sets (docs/sim.md, "A tie
-/// goes to the entity queued first"), so it waits for the reason.
+/// Queued entities by `(key, ord)`, each with its id and vruntime. `ord`
+/// is the order the owner queued them in: equal keys keep it, as the
+/// kernel's rb-tree does (`rb_add_cached` with `__entity_less`, a strict
+/// compare, puts a new node after those with the same key).
 #[derive(Debug, Clone)]
 pub struct Timeline {
-    /// While not `big`: every entry, `(key, id, v)`, in order.
-    small: Vec<(i64, usize, i64)>,
+    /// While not `big`: every entry, `(key, ord, id, v)`, in order.
+    small: Vec<(i64, u64, usize, i64)>,
     big: bool,
     /// [`GROW`] and [`SHRINK`] (smaller in tests, to cross them often).
     grow: usize,
@@ -113,9 +112,9 @@ impl Timeline {
         &mut self.nodes[i as usize]
     }
 
-    fn at(&self, i: u32) -> (i64, usize) {
+    fn at(&self, i: u32) -> (i64, u64) {
         let n = self.n(i);
-        (n.key, n.id)
+        (n.key, n.ord)
     }
 
     /// `min_vruntime_update`: a node's subtree minimum from its own
@@ -135,7 +134,7 @@ impl Timeline {
     }
 
     /// Splits subtree `t` into the nodes before `k` and those from it on.
-    fn split(&mut self, t: u32, k: (i64, usize)) -> (u32, u32) {
+    fn split(&mut self, t: u32, k: (i64, u64)) -> (u32, u32) {
         if t == NIL {
             return (NIL, NIL);
         }
@@ -196,29 +195,32 @@ impl Timeline {
         t
     }
 
-    /// Queues entity `id` at `key` with vruntime `v` (`__enqueue_entity`).
-    /// The caller never queues one `(key, id)` twice.
-    pub fn insert(&mut self, key: i64, id: usize, v: i64) {
+    /// Queues entity `id` at `key` with vruntime `v` (`__enqueue_entity`),
+    /// after any queued with the same key if `ord` is larger than theirs
+    /// (the owner counts its insertions). The caller never queues one
+    /// `(key, ord)` twice.
+    pub fn insert(&mut self, key: i64, ord: u64, id: usize, v: i64) {
         if !self.big {
-            let at = self.small.partition_point(|e| (e.0, e.1) < (key, id));
-            self.small.insert(at, (key, id, v));
+            let at = self.small.partition_point(|e| (e.0, e.1) < (key, ord));
+            self.small.insert(at, (key, ord, id, v));
             self.len += 1;
             if self.small.len() > self.grow {
                 self.big = true;
                 self.len = 0;
-                for (k, i, v) in std::mem::take(&mut self.small) {
-                    self.insert_node(k, i, v);
+                for (k, o, i, v) in std::mem::take(&mut self.small) {
+                    self.insert_node(k, o, i, v);
                 }
             }
             return;
         }
-        self.insert_node(key, id, v);
+        self.insert_node(key, ord, id, v);
     }
 
-    fn insert_node(&mut self, key: i64, id: usize, v: i64) {
+    fn insert_node(&mut self, key: i64, ord: u64, id: usize, v: i64) {
         self.seq += 1;
         let node = Node {
             key,
+            ord,
             id,
             v,
             min_v: v,
@@ -240,7 +242,7 @@ impl Timeline {
         self.len += 1;
     }
 
-    fn remove_at(&mut self, t: u32, k: (i64, usize)) -> (u32, bool) {
+    fn remove_at(&mut self, t: u32, k: (i64, u64)) -> (u32, bool) {
         if t == NIL {
             return (NIL, false);
         }
@@ -265,18 +267,18 @@ impl Timeline {
         (t, found)
     }
 
-    /// Takes `(key, id)` out (`__dequeue_entity`); false if it was not
+    /// Takes `(key, ord)` out (`__dequeue_entity`); false if it was not
     /// queued.
-    pub fn remove(&mut self, key: i64, id: usize) -> bool {
+    pub fn remove(&mut self, key: i64, ord: u64) -> bool {
         if !self.big {
-            let Ok(at) = self.small.binary_search_by(|e| (e.0, e.1).cmp(&(key, id))) else {
+            let Ok(at) = self.small.binary_search_by(|e| (e.0, e.1).cmp(&(key, ord))) else {
                 return false;
             };
             self.small.remove(at);
             self.len -= 1;
             return true;
         }
-        let (root, found) = self.remove_at(self.root, (key, id));
+        let (root, found) = self.remove_at(self.root, (key, ord));
         self.root = root;
         if found {
             self.len -= 1;
@@ -293,13 +295,13 @@ impl Timeline {
         found
     }
 
-    /// The tree's entries in order, `(key, id, v)`.
-    fn entries(&self) -> Vec<(i64, usize, i64)> {
+    /// The tree's entries in order, `(key, ord, id, v)`.
+    fn entries(&self) -> Vec<(i64, u64, usize, i64)> {
         let mut walk = self.iter();
         std::iter::from_fn(|| walk.next_node())
             .map(|i| {
                 let n = self.n(i);
-                (n.key, n.id, n.v)
+                (n.key, n.ord, n.id, n.v)
             })
             .collect()
     }
@@ -307,7 +309,7 @@ impl Timeline {
     /// The leftmost entry (`__pick_first_entity`).
     pub fn first(&self) -> Option<(i64, usize)> {
         if !self.big {
-            return self.small.first().map(|e| (e.0, e.1));
+            return self.small.first().map(|e| (e.0, e.2));
         }
         let mut i = self.root;
         if i == NIL {
@@ -316,7 +318,7 @@ impl Timeline {
         while self.n(i).left != NIL {
             i = self.n(i).left;
         }
-        Some(self.at(i))
+        Some((self.n(i).key, self.n(i).id))
     }
 
     /// The leftmost entity whose vruntime passes `eligible` — a test that
@@ -329,9 +331,9 @@ impl Timeline {
             let mut visited = 0;
             let found = self.small.iter().find(|e| {
                 visited += 1;
-                eligible(e.2)
+                eligible(e.3)
             });
-            return (found.map(|e| e.1), visited);
+            return (found.map(|e| e.2), visited);
         }
         let (mut i, mut visited) = (self.root, 0);
         while i != NIL {
@@ -367,7 +369,7 @@ impl Timeline {
 /// tree.
 pub struct Iter<'a> {
     t: &'a Timeline,
-    small: std::slice::Iter<'a, (i64, usize, i64)>,
+    small: std::slice::Iter<'a, (i64, u64, usize, i64)>,
     stack: Vec<u32>,
 }
 
@@ -391,9 +393,9 @@ impl Iterator for Iter<'_> {
     type Item = (i64, usize);
     fn next(&mut self) -> Option<(i64, usize)> {
         if !self.t.big {
-            return self.small.next().map(|e| (e.0, e.1));
+            return self.small.next().map(|e| (e.0, e.2));
         }
-        self.next_node().map(|i| self.t.at(i))
+        self.next_node().map(|i| (self.t.n(i).key, self.t.n(i).id))
     }
 }
 
@@ -434,13 +436,13 @@ mod tests {
                 // As many enqueues as dequeues: a walk that
                 // wanders across both limits.
                 if op < 2 || list.is_empty() {
-                    t.insert(key, id, v);
+                    t.insert(key, id as u64, id, v);
                     list.push((key, id, v));
                 } else {
                     let j = (bound.unsigned_abs() as usize) % list.len();
                     let (k, i, _) = list.swap_remove(j);
-                    prop_assert!(t.remove(k, i));
-                    prop_assert!(!t.remove(k, i));
+                    prop_assert!(t.remove(k, i as u64));
+                    prop_assert!(!t.remove(k, i as u64));
                 }
                 let mut sorted = list.clone();
                 sorted.sort();
@@ -454,7 +456,7 @@ mod tests {
             }
             // Emptied again (past the tree's shrinking back to a vector).
             while let Some((k, i, _)) = list.pop() {
-                prop_assert!(t.remove(k, i));
+                prop_assert!(t.remove(k, i as u64));
                 let mut sorted = list.clone();
                 sorted.sort();
                 let want: Vec<(i64, usize)> = sorted.iter().map(|e| (e.0, e.1)).collect();
@@ -476,10 +478,30 @@ mod tests {
         for id in 0..n {
             // Deadline order = id order; only the last is eligible.
             let v = if id == n - 1 { 0 } else { 100 };
-            t.insert(id as i64, id, v);
+            t.insert(id as i64, id as u64, id, v);
         }
         let (got, visited) = t.first_eligible(|v| v <= 0);
         assert_eq!(got, Some(n - 1));
         assert!(visited < 100, "visited {visited} of {n}");
+    }
+
+    /// Equal keys keep the order they were queued in, not their ids'
+    /// (`__entity_less` is strict: a new node goes after its equals), in
+    /// the vector and in the tree.
+    #[test]
+    fn equal_keys_keep_the_order_they_were_queued_in() {
+        for limits in [(8, 3), (2, 1)] {
+            let mut t = Timeline::with_limits(limits.0, limits.1);
+            // Entity 9 queued first, then 4, then 7, all at key 5.
+            for (ord, id) in [(1, 9), (2, 4), (3, 7)] {
+                t.insert(5, ord, id, 0);
+            }
+            t.insert(1, 4, 2, 0);
+            let ids: Vec<usize> = t.iter().map(|(_, id)| id).collect();
+            assert_eq!(ids, vec![2, 9, 4, 7], "limits {limits:?}");
+            assert!(t.remove(1, 4));
+            assert_eq!(t.first(), Some((5, 9)));
+            assert_eq!(t.first_eligible(|v| v <= 0).0, Some(9));
+        }
     }
 }

@@ -73,7 +73,8 @@ pub struct Counters {
     /// How long each boost lasted, from its start to its end.
     pub boost_seconds: Histogram,
     /// The loop's own CPU time (its thread's `CLOCK_THREAD_CPUTIME_ID`)
-    /// in full steps and in quick steps, ns, and the quick steps that ran
+    /// in full steps and in quick steps (each with what the caller does
+    /// after it), ns, and the quick steps that ran
     /// (re-planned or not: each looked at the new threads and exits).
     /// The live loop counts them ([`crate::server::run`]).
     pub step_cpu_ns: u64,

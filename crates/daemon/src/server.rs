@@ -497,8 +497,11 @@ pub fn answer<H: Host>(daemon: &mut Daemon<H>, cmd: Command, caller: Caller) -> 
 }
 
 /// The CPU time this thread has used, ns (`CLOCK_THREAD_CPUTIME_ID`): what
-/// a step costs the daemon, blocked time (a cgroup write waiting on a
-/// lock) left out, as the simulated daemon's `--daemon-cost` counts it.
+/// a step costs the daemon, its caller's part (`on_step`: the log, the
+/// scope's end, systemd's watchdog) included and blocked time (a cgroup
+/// write waiting on a lock) left out, as the simulated daemon's
+/// `--daemon-cost` counts it. Answers to clients and boost looks between
+/// steps are not counted.
 fn thread_cpu_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
@@ -535,9 +538,9 @@ pub fn run<H: Host>(
             Due::Step => {
                 let cpu = thread_cpu_ns();
                 let report = daemon.step()?.clone();
-                daemon.observe_cpu(false, thread_cpu_ns().saturating_sub(cpu));
                 schedule.stepped(at);
                 on_step(&report, daemon);
+                daemon.observe_cpu(false, thread_cpu_ns().saturating_sub(cpu));
                 if once {
                     return Ok(Ended::Once);
                 }
@@ -546,11 +549,10 @@ pub fn run<H: Host>(
             // New threads and exits between full steps.
             Due::Quick => {
                 let cpu = thread_cpu_ns();
-                let report = daemon.quick_step()?;
-                daemon.observe_cpu(true, thread_cpu_ns().saturating_sub(cpu));
-                if let Some(report) = report {
+                if let Some(report) = daemon.quick_step()? {
                     on_step(&report, daemon);
                 }
+                daemon.observe_cpu(true, thread_cpu_ns().saturating_sub(cpu));
                 schedule.quick_stepped(now());
                 continue;
             }

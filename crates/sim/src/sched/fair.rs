@@ -3647,6 +3647,7 @@ mod tests {
         f.enqueue(0, 1, true, 0);
         let e0 = f.tasks[0].entity;
         assert_eq!(f.pick_next(0, 0), Some(0));
+        assert!(f.protect_slice(e0));
         f.update_curr(0, 2_000_000);
         assert!(!f.protect_slice(e0));
         let e1 = f.tasks[1].entity;

@@ -360,6 +360,8 @@ struct Task {
     /// still hold (`Costs`); `None` for a workload's own task, whose
     /// runs are work alone.
     live_moves: Option<u64>,
+    /// Runs drawn so far from its stream ([`Machine::run_length`]).
+    spread_draws: u64,
     state: State,
     scaled: bool,
     /// A recorded fork not yet forked (`corral_forked`).
@@ -459,8 +461,6 @@ pub struct Machine<K: SchedClass> {
     /// Wake-ups posted to each semaphore (`corral_wake`) not yet taken.
     tokens: Vec<u32>,
     barriers: Vec<Barrier>,
-    /// The state of the draws of [`Machine::run_length`].
-    spread_state: u64,
     /// Ticks seen per CPU (for the balancing interval).
     ticks: Vec<u64>,
     /// Whether each CPU's tick runs (it stops while the CPU idles).
@@ -749,6 +749,7 @@ impl Task {
             overhead: 0,
             ran_there: 0,
             live_moves: t.live_moves,
+            spread_draws: 0,
             ran_on: None,
             log: Vec::new(),
             own_timers: Vec::new(),
@@ -774,7 +775,6 @@ impl<K: SchedClass> Machine<K> {
         }
         k.set_vcpu_pack_util(platform.vcpu_pack_util);
         k.set_seed(platform.seed);
-        let spread_state = platform.seed ^ SPREAD_STREAM;
         let (ids, names) = resource_ids(&work);
         let nnames = names.len().max(1);
         let (mut tasks, barrier_users) = Self::tasks(&work, &mut k, ncpus, &names, nnames)?;
@@ -833,7 +833,6 @@ impl<K: SchedClass> Machine<K> {
             suspended: vec![Vec::new(); nnames],
             tokens: vec![0; nnames],
             barriers,
-            spread_state,
             ticks: vec![0; ncpus],
             ticking: vec![true; ncpus],
             tickless: 0,
@@ -2126,6 +2125,44 @@ impl<K: SchedClass> Machine<K> {
         self.schedule(cpu);
     }
 
+    /// How long a `run` of `ns` takes this time: exactly `ns`, or with the
+    /// platform's `run_spread`, `ns` times one of its factors, each as
+    /// likely:
+    ///
+    /// ```text
+    /// length = ns × run_spread[⌊u · n⌋],  u uniform in [0, 1): splitmix64
+    ///          of (seed, the task, its draws so far)
+    /// ```
+    ///
+    /// Each task draws from a stream of its own (the seed is `--seed`), so
+    /// a thread's k-th run takes the same length whatever else the machine
+    /// runs: both sides of `--compare` draw alike. Live, rt-app's fixed
+    /// work takes a little more or less each time (interrupts, the vCPU's
+    /// host); exact lengths make runs that end together queue in the same
+    /// order cycle after cycle. A recorded thread's runs (`live_moves`)
+    /// are live CPU times that vary already: played as they are.
+    ///
+    /// XXX: one spread for every length, measured on runs of about 85 µs
+    /// alone on a CPU (`corral lab validate`'s calibration); live, a
+    /// longer run may vary less in proportion, one among busy threads
+    /// more.
+    fn run_length(&mut self, t: TaskId, ns: Ns) -> Ns {
+        let n = self.platform.run_spread.len();
+        if n == 0 || ns == 0 || self.tasks[t].live_moves.is_some() {
+            return ns;
+        }
+        let draw = self.tasks[t].spread_draws;
+        self.tasks[t].spread_draws += 1;
+        let mut z = (self.platform.seed ^ SPREAD_STREAM)
+            .wrapping_add((t as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
+            .wrapping_add(draw.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let f = self.platform.run_spread[(((z >> 32) * n as u64) >> 32) as usize];
+        ((ns as f64 * f).round() as Ns).max(1)
+    }
+
     /// A timed sleep of `t` until `soft` (rt-app's `timer` and `sleep`:
     /// `clock_nanosleep`, `nanosleep`). `hrtimer_nanosleep` arms the
     /// timer for the range [soft, soft + slack]
@@ -2141,39 +2178,6 @@ impl<K: SchedClass> Machine<K> {
     /// XXX: the only such interrupt modelled is the CPU's tick, taken to
     /// run when the CPU has a task to run as the timer is armed (the
     /// kernel: at expiry); other timers' interrupts are not modelled.
-    /// How long a `run` of `ns` takes this time: exactly `ns`, or with the
-    /// platform's `run_spread`, `ns` times one of its factors, each as
-    /// likely:
-    ///
-    /// ```text
-    /// length = ns × run_spread[⌊u · n⌋],  u uniform in [0, 1): splitmix64
-    ///          over a stream seeded by the platform's seed (`--seed`)
-    /// ```
-    ///
-    /// Live, rt-app's fixed work takes a little more or less each time
-    /// (interrupts, the vCPU's host); exact lengths make runs that end
-    /// together queue in the same order cycle after cycle. A recorded
-    /// thread's runs (`live_moves`) are live CPU times that vary already:
-    /// played as they are.
-    ///
-    /// XXX: one spread for every length, measured on runs of about 85 µs
-    /// alone on a CPU (`corral lab validate`'s calibration); live, a
-    /// longer run may vary less in proportion, one among busy threads
-    /// more.
-    fn run_length(&mut self, t: TaskId, ns: Ns) -> Ns {
-        let n = self.platform.run_spread.len();
-        if n == 0 || self.tasks[t].live_moves.is_some() {
-            return ns;
-        }
-        self.spread_state = self.spread_state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.spread_state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let f = self.platform.run_spread[(((z >> 32) * n as u64) >> 32) as usize];
-        ((ns as f64 * f).round() as Ns).max(1)
-    }
-
     fn hrtimer_sleep(&mut self, t: TaskId, soft: Ns) {
         let (cpu, slack) = (self.tasks[t].cpu, self.tasks[t].timer_slack);
         self.block(t, false);
@@ -3384,8 +3388,8 @@ mod tests {
     /// exactly its length; a recorded thread's runs as they are.
     #[test]
     fn a_run_takes_its_length_times_a_factor_of_the_spread() {
-        let lengths = |spread: &[f64], seed: u64, recorded: bool| -> Vec<Ns> {
-            let mut p = Platform::uniform(1);
+        let run = |spread: &[f64], seed: u64, recorded: bool, other: bool| -> Vec<Ns> {
+            let mut p = Platform::uniform(2);
             p.run_spread = spread.to_vec();
             p.seed = seed;
             let moves = if recorded {
@@ -3393,16 +3397,29 @@ mod tests {
             } else {
                 ""
             };
+            // Another thread on the other CPU, drawing too.
+            let other = if other {
+                r#", "u": {"loop": 40, "cpus": [1], "run": 700, "sleep": 300}"#
+            } else {
+                ""
+            };
             let json = format!(
-                r#"{{"tasks": {{"t": {{"loop": 40, "run": 1000, "sleep": 1000{moves}}}}}}}"#
+                r#"{{"tasks": {{"t": {{"loop": 40, "cpus": [0], "run": 1000, "sleep": 1000{moves}}}{other}}}}}"#
             );
-            let mut m = Machine::new(p, parse(&json, "test").unwrap(), Fair::eevdf(1)).unwrap();
+            let mut m = Machine::new(p, parse(&json, "test").unwrap(), Fair::eevdf(2)).unwrap();
             m.record();
             m.run_until(200_000_000);
-            let l: Vec<Ns> = m.slices().iter().map(|s| s.end - s.start).collect();
+            let l: Vec<Ns> = m
+                .slices()
+                .iter()
+                .filter(|s| s.task == 0)
+                .map(|s| s.end - s.start)
+                .collect();
             assert_eq!(l.len(), 40, "{l:?}");
             l
         };
+        let lengths =
+            |spread: &[f64], seed: u64, recorded: bool| run(spread, seed, recorded, false);
         assert!(lengths(&[], 0, false).iter().all(|&l| l == 1_000_000));
         let a = lengths(&[0.9, 1.1], 0, false);
         assert!(a.iter().all(|&l| l == 900_000 || l == 1_100_000), "{a:?}");
@@ -3417,6 +3434,11 @@ mod tests {
         assert!(lengths(&[0.9, 1.1], 0, true)
             .iter()
             .all(|&l| l == 1_000_000));
+        assert_eq!(
+            run(&[0.9, 1.1], 0, false, true),
+            a,
+            "a thread's draws are its own, whatever else draws"
+        );
     }
 
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks

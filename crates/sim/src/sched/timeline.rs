@@ -44,8 +44,9 @@ struct Node {
 
 /// Queued entities by `(key, ord)`, each with its id and vruntime. `ord`
 /// is the order the owner queued them in: equal keys keep it, as the
-/// kernel's rb-tree does (`rb_add_cached` with `__entity_less`, a strict
-/// compare, puts a new node after those with the same key).
+/// kernel's rb-tree does (`__enqueue_entity`'s `rb_add_augmented_cached`
+/// with `__entity_less`, a strict compare, puts a new node after those
+/// with the same key).
 #[derive(Debug, Clone)]
 pub struct Timeline {
     /// While not `big`: every entry, `(key, ord, id, v)`, in order.

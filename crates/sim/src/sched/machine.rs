@@ -11,7 +11,7 @@
 //! bandwidth, balancing; [`crate::sched::fair`]) under the RT class
 //! ([`crate::sched::classes`]). Hot-plug and NOHZ idle are the machine's.
 
-use crate::engine::{FastMap, Ns, Queue};
+use crate::engine::{FastMap, Ns, Queue, Rng};
 use crate::error::Error;
 use crate::input::rtapp::{Event, Name, TimerMode, Workload};
 use crate::out::hist::{Histogram, SignedHistogram};
@@ -360,8 +360,8 @@ struct Task {
     /// still hold (`Costs`); `None` for a workload's own task, whose
     /// runs are work alone.
     live_moves: Option<u64>,
-    /// Runs drawn so far from its stream ([`Machine::run_length`]).
-    spread_draws: u64,
+    /// Its own stream of [`Machine::run_length`]'s draws.
+    spread: Rng,
     state: State,
     scaled: bool,
     /// A recorded fork not yet forked (`corral_forked`).
@@ -749,7 +749,7 @@ impl Task {
             overhead: 0,
             ran_there: 0,
             live_moves: t.live_moves,
-            spread_draws: 0,
+            spread: Rng::new(0),
             ran_on: None,
             log: Vec::new(),
             own_timers: Vec::new(),
@@ -778,6 +778,16 @@ impl<K: SchedClass> Machine<K> {
         let (ids, names) = resource_ids(&work);
         let nnames = names.len().max(1);
         let (mut tasks, barrier_users) = Self::tasks(&work, &mut k, ncpus, &names, nnames)?;
+        // Each task's stream of run lengths: the seed, apart from
+        // NI_RANDOM's, and the task (its k-th draw mixes seed + task·C +
+        // k·γ, γ the generator's step).
+        for (i, t) in tasks.iter_mut().enumerate() {
+            t.spread = Rng::new(
+                (platform.seed ^ SPREAD_STREAM)
+                    .wrapping_add((i as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
+                    .wrapping_sub(0x9E37_79B9_7F4A_7C15),
+            );
+        }
         // Each thread's `timer_slack_ns`, as the kernel keeps it per task.
         let slack = if k.timer_slack() {
             platform.timer_slack
@@ -2130,8 +2140,8 @@ impl<K: SchedClass> Machine<K> {
     /// likely:
     ///
     /// ```text
-    /// length = ns × run_spread[⌊u · n⌋],  u uniform in [0, 1): splitmix64
-    ///          of (seed, the task, its draws so far)
+    /// length = ns × run_spread[⌊u · n⌋],  u uniform in [0, 1): the task's
+    ///          own SplitMix64 stream (engine::Rng), seeded with --seed
     /// ```
     ///
     /// Each task draws from a stream of its own (the seed is `--seed`), so
@@ -2151,15 +2161,7 @@ impl<K: SchedClass> Machine<K> {
         if n == 0 || ns == 0 || self.tasks[t].live_moves.is_some() {
             return ns;
         }
-        let draw = self.tasks[t].spread_draws;
-        self.tasks[t].spread_draws += 1;
-        let mut z = (self.platform.seed ^ SPREAD_STREAM)
-            .wrapping_add((t as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
-            .wrapping_add(draw.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let f = self.platform.run_spread[(((z >> 32) * n as u64) >> 32) as usize];
+        let f = self.platform.run_spread[self.tasks[t].spread.below(n as u64) as usize];
         ((ns as f64 * f).round() as Ns).max(1)
     }
 

@@ -523,22 +523,33 @@ pub(super) fn run_live(
 /// per loop, `run: 5000` executes 5 000 000 loops; rt-app logs their
 /// count (`perf`) and wall time (`run`). Seven of them, alone in the
 /// run's group; rt-app gets the median, rounded (it takes an integer).
-/// Then how a short run of fixed work varies from one to the next:
-/// [`SPREAD_RUNS`] runs of 10 000 loops (about as long as a case's
-/// shortest `run`), each after a 100 µs sleep ([`run_spread`]).
+/// Then how runs of fixed work vary from one to the next, at each of
+/// [`SPREAD_PROBES`]' lengths (from about as long as a case's shortest
+/// `run` to about 20 ms), each run after a 100 µs sleep ([`run_spread`]).
 pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibration> {
     std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    let probes: Vec<String> = SPREAD_PROBES
+        .iter()
+        .enumerate()
+        .map(|(i, (runs, loops))| {
+            format!(
+                r#""s{i}": {{ "loop": {runs}, "sleep": 100, "run": {} }}"#,
+                loops / 1000
+            )
+        })
+        .collect();
     let json = format!(
         r#"{{
 	"tasks": {{
 		"calibrate": {{ "loop": 1, "phases": {{
 			"p": {{ "loop": 7, "run": 5000 }},
-			"s": {{ "loop": {SPREAD_RUNS}, "sleep": 100, "run": 10 }}
+			{}
 		}} }}
 	}},
 	"global": {{ "calibration": 1, "duration": -1, "logdir": {}, "log_basename": "rt-app" }}
 }}
 "#,
+        probes.join(",\n\t\t\t"),
         serde_json::to_string(&dir.display().to_string()).expect("strings serialise")
     );
     let path = dir.join("calibrate.json");
@@ -564,15 +575,30 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
             (f.len() >= 3 && f[1] > 0.0).then(|| (f[1], f[2]))
         })
         .collect();
+    // The seven runs of `run: 5000` at 1 ns a loop: 5 000 000 loops.
     let mut ns: Vec<f64> = lines
         .iter()
-        .filter(|(perf, _)| *perf >= 1e6)
+        .filter(|(perf, _)| *perf as u64 == 5_000_000)
         .map(|(perf, run)| run * 1e3 / perf)
         .collect();
-    let short: Vec<f64> = lines
+    // Each probe's runs, by their loop count.
+    let runs_of = |loops: u64| -> Vec<f64> {
+        lines
+            .iter()
+            .filter(|(perf, _)| *perf as u64 == loops)
+            .map(|&(_, run)| run)
+            .collect()
+    };
+    let run_spreads: Vec<RunSpread> = SPREAD_PROBES
         .iter()
-        .filter(|(perf, _)| *perf < 1e6)
-        .map(|&(_, run)| run)
+        .filter_map(|&(_, loops)| {
+            let runs = runs_of(loops);
+            let factors = run_spread(runs.clone());
+            (!factors.is_empty()).then(|| RunSpread {
+                median_us: median_of(runs),
+                factors,
+            })
+        })
         .collect();
     if ns.is_empty() {
         return Err(Error::Parse {
@@ -588,24 +614,41 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
         ns_per_loop_median: median,
         ns_per_loop_max: ns[ns.len() - 1],
         used: (median.round() as u32).max(1),
-        run_spread: run_spread(short),
+        run_spread: run_spreads
+            .first()
+            .map(|s| s.factors.clone())
+            .unwrap_or_default(),
+        run_spreads,
     })
 }
 
-/// Short runs measured for [`run_spread`].
-const SPREAD_RUNS: usize = 1000;
+/// The runs timed for [`run_spread`]: how many, of how many loops (a
+/// multiple of 1000) — about 0.14, 1, 5 and 20 ms at 14 ns a loop, 2.2 s
+/// in all, sleeps included.
+const SPREAD_PROBES: [(usize, u64); 4] = [
+    (1000, 10_000),
+    (300, 70_000),
+    (100, 350_000),
+    (50, 1_400_000),
+];
+
+/// The middle value (the upper one of an even count); 0 for none.
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
 
 /// The spread of runs of fixed work, from their wall times: the 5th,
 /// 10th, … 95th percentiles over the median, 19 factors each as likely
-/// (nearest rank). Fewer than 100 runs say nothing: none.
+/// (nearest rank). Fewer than 50 runs say nothing: none.
 ///
-/// XXX: the top 5 % are left out, where a tick (27 µs here, on about 2 %
-/// of 85 µs runs at 250 Hz) or another interrupt landed: the simulator
-/// charges the tick itself. What the rest holds (the vCPU's host, other
-/// interrupts, the cache after a sleep) is taken as one spread for runs
-/// of every length.
+/// XXX: the top 5 % are left out, where a tick (23-27 µs here, on about
+/// 3 % of 140 µs runs at 250 Hz) or another interrupt landed: the
+/// simulator charges the tick itself. A run of 5 ms or more holds one or
+/// more ticks: the median takes out their average, not their count's
+/// spread (a tick is under 0.6 % of such a run).
 pub(super) fn run_spread(mut runs: Vec<f64>) -> Vec<f64> {
-    if runs.len() < 100 {
+    if runs.len() < 50 {
         return Vec::new();
     }
     runs.sort_by(f64::total_cmp);
@@ -626,7 +669,7 @@ mod tests {
 
     #[test]
     fn a_run_spread_is_its_percentiles_over_the_median() {
-        assert!(run_spread(vec![85.0; 99]).is_empty(), "too few");
+        assert!(run_spread(vec![85.0; 49]).is_empty(), "too few");
         // 90 runs of 85 µs, 10 of 93 (one in ten hit by something).
         let mut runs = vec![93.0; 10];
         runs.extend([85.0; 90]);

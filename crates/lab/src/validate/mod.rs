@@ -53,10 +53,12 @@
 //! ns per loop, seven 5 ms runs, the median) and gives rt-app that as its
 //! `calibration`. What a `run` µs cost live in the window is reported
 //! (`work`), since this VM's speed drifts. The same measurement then
-//! times a thousand runs of 10 000 loops, each after a 100 µs sleep:
-//! how they vary (`run_spread`, percentiles over the median) is given to
-//! the simulated machine, which draws each `run`'s length from it, as
-//! live runs of fixed work never take exactly the same time.
+//! times runs of fixed work at four lengths (about 0.14, 1, 5 and 20 ms),
+//! each after a 100 µs sleep: how they vary (`run_spread`, percentiles
+//! over the median, by length) is given to the simulated machine, which
+//! draws each `run`'s length from it, as live runs of fixed work never
+//! take exactly the same time, and a short one varies more in proportion
+//! than a long one.
 //!
 //! **Groups.** The case's groups are made under a root of this run's own,
 //! `<cpu mount>/corral-validate-<pid>/`, and the workload's `taskgroup`
@@ -330,10 +332,42 @@ pub struct Calibration {
     /// rt-app's `calibration` (integer ns per loop).
     pub used: u32,
     /// How a run of fixed work varies: the 5th, 10th, … 95th percentiles
-    /// of a short run's wall time over its median (the simulated
-    /// platform's `run_spread`); empty in what an older build kept.
+    /// of a short run's wall time over its median; empty in what an older
+    /// build kept.
     #[serde(default)]
     pub run_spread: Vec<f64>,
+    /// The same at each length measured, the shortest first (the
+    /// simulated platform's `run_spread`, by length); empty in what an
+    /// older build kept, which gives the simulator `run_spread` for runs
+    /// of every length.
+    #[serde(default)]
+    pub run_spreads: Vec<RunSpread>,
+}
+
+/// How runs of one length of fixed work vary ([`Calibration`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpread {
+    /// Their median wall time, µs.
+    pub median_us: f64,
+    /// Their 5th, 10th, … 95th percentiles over the median.
+    pub factors: Vec<f64>,
+}
+
+impl Calibration {
+    /// The spread the simulated platform gets: by length when measured
+    /// so, else one for every length (none before either was kept).
+    pub fn platform_spread(&self) -> Vec<(u64, Vec<f64>)> {
+        if self.run_spreads.is_empty() {
+            if self.run_spread.is_empty() {
+                return Vec::new();
+            }
+            return vec![(0, self.run_spread.clone())];
+        }
+        self.run_spreads
+            .iter()
+            .map(|s| ((s.median_us * 1000.0).round() as u64, s.factors.clone()))
+            .collect()
+    }
 }
 
 /// One side's figures for a task.
@@ -918,7 +952,7 @@ fn compare(
         run,
         sim,
         tick_phase_us,
-        &cal.run_spread,
+        &cal.platform_spread(),
         scaled,
         live.others.clone(),
         groups,
@@ -1115,6 +1149,60 @@ fn side(c: &Counters, wall_ns: u64, log: &[LogLine], window: (Duration, Duration
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the calibration measured reaches the simulated platform: the
+    /// spreads by length (µs, as the simulator reads them back), or a
+    /// kept run's one spread for every length, or none.
+    #[test]
+    fn the_runs_spreads_reach_the_simulated_platform_by_length() {
+        let sim = SimInfo {
+            kernel: "eevdf".into(),
+            cpus: 2,
+            capacity: 1024,
+            hz: 250,
+            costs: None,
+            timer_slack_ns: 1,
+            vcpu_pack_util: None,
+            seed: 0,
+        };
+        let mut cal = Calibration {
+            samples: 7,
+            ns_per_loop_min: 14.0,
+            ns_per_loop_median: 14.0,
+            ns_per_loop_max: 14.0,
+            used: 14,
+            run_spread: vec![0.9, 1.0, 1.2],
+            run_spreads: Vec::new(),
+        };
+        let read = |cal: &Calibration| {
+            let toml = sim::platform_toml(&sim, 100, &cal.platform_spread(), &[], "/r");
+            corral_sim::input::platform::parse(&toml, "platform.toml")
+                .unwrap()
+                .platform
+                .run_spread
+        };
+        assert_eq!(read(&cal), [(0, vec![0.9, 1.0, 1.2])], "an older kept run");
+        cal.run_spreads = vec![
+            RunSpread {
+                median_us: 137.4,
+                factors: vec![0.9, 1.0, 1.2],
+            },
+            RunSpread {
+                median_us: 4_901.0,
+                factors: vec![0.99, 1.0, 1.03],
+            },
+        ];
+        assert_eq!(
+            read(&cal),
+            [
+                (137_000, vec![0.9, 1.0, 1.2]),
+                (4_901_000, vec![0.99, 1.0, 1.03])
+            ]
+        );
+        cal.run_spread.clear();
+        cal.run_spreads.clear();
+        assert!(read(&cal).is_empty(), "nothing measured: exact runs");
+    }
 
     #[test]
     fn every_embedded_case_is_accepted_by_the_simulator() {

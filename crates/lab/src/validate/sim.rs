@@ -32,7 +32,7 @@ pub(super) struct Simulated {
 pub(super) fn platform_toml(
     sim: &SimInfo,
     tick_phase_us: u64,
-    run_spread: &[f64],
+    run_spread: &[(u64, Vec<f64>)],
     groups: &[(&str, u64)],
     root: &str,
 ) -> String {
@@ -48,9 +48,22 @@ pub(super) fn platform_toml(
     if let Some(u) = sim.vcpu_pack_util {
         let _ = writeln!(t, "vcpu_pack_util = {u}");
     }
-    if !run_spread.is_empty() {
-        let f: Vec<String> = run_spread.iter().map(|x| format!("{x:.4}")).collect();
-        let _ = writeln!(t, "run_spread = [{}]", f.join(", "));
+    let list = |f: &[f64]| {
+        let f: Vec<String> = f.iter().map(|x| format!("{x:.4}")).collect();
+        format!("[{}]", f.join(", "))
+    };
+    match run_spread {
+        [] => {}
+        [(0, f)] => {
+            let _ = writeln!(t, "run_spread = {}", list(f));
+        }
+        by_length => {
+            let l: Vec<String> = by_length
+                .iter()
+                .map(|(ns, f)| format!("\"{}us\" = {}", ns / 1000, list(f)))
+                .collect();
+            let _ = writeln!(t, "run_spread = {{ {} }}", l.join(", "));
+        }
     }
     if let Some(c) = sim.costs {
         t.push_str(&c.toml());
@@ -66,7 +79,7 @@ pub(super) fn run_sim(
     run: Window,
     sim: &SimInfo,
     tick_phase_us: u64,
-    run_spread: &[f64],
+    run_spread: &[(u64, Vec<f64>)],
     mut work: rtapp::Workload,
     others: Vec<rtapp::Task>,
     groups: &[(&str, u64)],

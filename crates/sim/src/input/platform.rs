@@ -13,8 +13,11 @@
 //!                                       # none, as upstream Linux)
 //! run_spread = [0.99, 1.0, 1.0, 1.07]   # how rt-app's `run` varies live: each
 //!                                       # run takes its length times one of
-//!                                       # these, drawn (`corral lab validate`
-//!                                       # measures it; none: exact)
+//!                                       # these, drawn (none: exact); or by
+//!                                       # length, as many factors at each,
+//!                                       # runs between taken between them
+//!                                       # (`corral lab validate` measures it):
+//! # run_spread = { "140us" = [0.98, 1.0, 1.17], "5ms" = [0.99, 1.0, 1.03] }
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
 //! offline = [2, 3]                      # CPUs offline at the start
@@ -83,8 +86,7 @@ struct File {
     tick_phase: Option<String>,
     timer_slack: Option<String>,
     vcpu_pack_util: Option<u64>,
-    #[serde(default)]
-    run_spread: Vec<f64>,
+    run_spread: Option<SpreadEntry>,
     cpus: Option<usize>,
     capacities: Option<Vec<u32>>,
     #[serde(default)]
@@ -97,6 +99,60 @@ struct File {
     offline: Vec<usize>,
     governor: Option<GovernorEntry>,
     costs: Option<CostsEntry>,
+}
+
+/// `run_spread`: factors for runs of every length, or by length.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "run_spread: a list of factors, or a table of them by run length"
+)]
+enum SpreadEntry {
+    Every(Vec<f64>),
+    ByLength(BTreeMap<String, Vec<f64>>),
+}
+
+/// `run_spread` as the machine takes it (`Platform::run_spread`): by
+/// length, ascending, as many factors at each length, each 0.5 to 2.
+fn run_spread(e: Option<&SpreadEntry>, at: At) -> Result<Vec<(Ns, Vec<f64>)>, Error> {
+    let mut spread = match e {
+        None => return Ok(Vec::new()),
+        Some(SpreadEntry::Every(f)) if f.is_empty() => return Ok(Vec::new()),
+        Some(SpreadEntry::Every(f)) => vec![(0, f.clone())],
+        Some(SpreadEntry::ByLength(m)) => m
+            .iter()
+            .map(|(l, f)| match parse_time(l).filter(|&ns| ns > 0) {
+                Some(ns) => Ok((ns, f.clone())),
+                None => Err(at(
+                    "run_spread",
+                    format!("{l:?} is not a run's length (\"140us\", \"5ms\")"),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    spread.sort_by_key(|(l, _)| *l);
+    let n = spread.first().map_or(0, |(_, f)| f.len());
+    if let Some((l, f)) = spread.iter().find(|(_, f)| f.len() != n || n == 0) {
+        return Err(at(
+            "run_spread",
+            format!(
+                "{} factors at {} µs where the first length has {n}: each length needs as many, one or more",
+                f.len(),
+                l / 1000
+            ),
+        ));
+    }
+    if let Some(x) = spread
+        .iter()
+        .flat_map(|(_, f)| f)
+        .find(|x| !(0.5..=2.0).contains(*x))
+    {
+        return Err(at(
+            "run_spread",
+            format!("{x} is not a factor of a run's length (0.5 to 2)"),
+        ));
+    }
+    Ok(spread)
 }
 
 /// `[costs]`: times as `"2.5us"`, `"0.1ms"` (`corral lab costs` prints
@@ -218,12 +274,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             "packing is known on CPUs of one capacity only; these differ".into(),
         ));
     }
-    if let Some(x) = f.run_spread.iter().find(|x| !(0.5..=2.0).contains(*x)) {
-        return Err(at(
-            "run_spread",
-            format!("{x} is not a factor of a run's length (0.5 to 2)"),
-        ));
-    }
+    let run_spread = run_spread(f.run_spread.as_ref(), &at)?;
     let kernel = match &f.kernel {
         Some(k) => Some(
             k.parse::<crate::models::Model>()
@@ -260,7 +311,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             tick_phase,
             timer_slack,
             vcpu_pack_util: f.vcpu_pack_util,
-            run_spread: f.run_spread,
+            run_spread,
             seed: 0,
             hotplug,
             offline: f.offline,
@@ -654,7 +705,16 @@ quota_us = 50000
     #[test]
     fn a_run_spread_is_a_list_of_factors_near_one() {
         let p = parse("cpus = 2\nrun_spread = [0.99, 1.0, 1.07]\n", "p.toml").unwrap();
-        assert_eq!(p.platform.run_spread, [0.99, 1.0, 1.07]);
+        assert_eq!(p.platform.run_spread, [(0, vec![0.99, 1.0, 1.07])]);
+        let p = parse(
+            "cpus = 2\nrun_spread = { \"5ms\" = [0.99, 1.03], \"140us\" = [0.98, 1.17] }\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            p.platform.run_spread,
+            [(140_000, vec![0.98, 1.17]), (5_000_000, vec![0.99, 1.03])]
+        );
         assert!(parse("cpus = 2\n", "p.toml")
             .unwrap()
             .platform
@@ -666,6 +726,23 @@ quota_us = 50000
         assert_eq!(
             e,
             "p.toml:2: run_spread: 3 is not a factor of a run's length (0.5 to 2)"
+        );
+        let e = parse(
+            "cpus = 2\nrun_spread = { \"5ms\" = [0.99, 1.03], \"140us\" = [1.0] }\n",
+            "p.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "p.toml:2: run_spread: 2 factors at 5000 µs where the first length has 1: each length needs as many, one or more"
+        );
+        let e = parse("cpus = 2\nrun_spread = { \"long\" = [1.0] }\n", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("p.toml:2: run_spread: \"long\" is not a run's length"),
+            "{e}"
         );
     }
 

@@ -59,10 +59,12 @@ pub struct Platform {
     /// upstream Linux, by default; `corral lab placement` measures it).
     /// See [`SchedClass::set_vcpu_pack_util`].
     pub vcpu_pack_util: Option<u64>,
-    /// How an rt-app `run` of fixed work varies live: factors of its
-    /// length, each as likely (see [`Machine::run_length`]); empty: every
-    /// run takes exactly its length.
-    pub run_spread: Vec<f64>,
+    /// How an rt-app `run` of fixed work varies live, by the run's
+    /// length: for each length measured (ns, ascending), factors of a
+    /// run's length, each as likely, as many at every length (see
+    /// [`Machine::run_length`]). One entry holds for runs of every
+    /// length; none: every run takes exactly its length.
+    pub run_spread: Vec<(Ns, Vec<f64>)>,
     /// The seed of the kernel model's random draws (EEVDF's NI_RANDOM);
     /// `corral sim --seed`, 0 by default. See [`SchedClass::set_seed`].
     pub seed: u64,
@@ -307,6 +309,30 @@ enum Ev {
     /// The same, `timer_preempt` after the wake-up, if this task is still
     /// the one running there then (with the same `gen`).
     PreemptOf(u32, u32, Gen),
+}
+
+/// Factor `i` of a run spread (`Platform::run_spread`) for a run of
+/// `ns`: a run's noise (an interrupt, the host taking the vCPU a while)
+/// weighs less on a longer run, so the spread is measured at a few
+/// lengths and taken between them in proportion to the log of the
+/// length, quantile by quantile; below the shortest length measured, the
+/// shortest's, above the longest, the longest's (as is a spread measured
+/// at one length, for every length):
+///
+/// ```text
+/// L_a ≤ ns ≤ L_b:  f = f_a[i] + (f_b[i] − f_a[i]) · ln(ns / L_a) / ln(L_b / L_a)
+/// ```
+pub fn spread_factor(spread: &[(Ns, Vec<f64>)], ns: Ns, i: usize) -> f64 {
+    let b = spread.partition_point(|(l, _)| *l <= ns);
+    if b == 0 {
+        return spread[0].1[i];
+    }
+    if b == spread.len() {
+        return spread[b - 1].1[i];
+    }
+    let ((la, fa), (lb, fb)) = (&spread[b - 1], &spread[b]);
+    let w = (ns as f64 / *la as f64).ln() / (*lb as f64 / *la as f64).ln();
+    fa[i] + (fb[i] - fa[i]) * w
 }
 
 /// A task's generation: bumped (wrapping) whenever a scheduled RunDone or
@@ -2137,10 +2163,10 @@ impl<K: SchedClass> Machine<K> {
 
     /// How long a `run` of `ns` takes this time: exactly `ns`, or with the
     /// platform's `run_spread`, `ns` times one of its factors, each as
-    /// likely:
+    /// likely, at the run's length ([`spread_factor`]):
     ///
     /// ```text
-    /// length = ns × run_spread[⌊u · n⌋],  u uniform in [0, 1): the task's
+    /// length = ns × factor(ns, ⌊u · n⌋),  u uniform in [0, 1): the task's
     ///          own SplitMix64 stream (engine::Rng), seeded with --seed
     /// ```
     ///
@@ -2152,16 +2178,16 @@ impl<K: SchedClass> Machine<K> {
     /// order cycle after cycle. A recorded thread's runs (`live_moves`)
     /// are live CPU times that vary already: played as they are.
     ///
-    /// XXX: one spread for every length, measured on runs of about 85 µs
-    /// alone on a CPU (`corral lab validate`'s calibration); live, a
-    /// longer run may vary less in proportion, one among busy threads
-    /// more.
+    /// XXX: measured alone on a CPU after a 100 µs sleep (`corral lab
+    /// validate`'s calibration); among busy threads a run may vary more.
     fn run_length(&mut self, t: TaskId, ns: Ns) -> Ns {
-        let n = self.platform.run_spread.len();
+        let spread = &self.platform.run_spread;
+        let n = spread.first().map_or(0, |(_, f)| f.len());
         if n == 0 || ns == 0 || self.tasks[t].live_moves.is_some() {
             return ns;
         }
-        let f = self.platform.run_spread[self.tasks[t].spread.below(n as u64) as usize];
+        let i = self.tasks[t].spread.below(n as u64) as usize;
+        let f = spread_factor(&self.platform.run_spread, ns, i);
         ((ns as f64 * f).round() as Ns).max(1)
     }
 
@@ -3392,7 +3418,7 @@ mod tests {
     fn a_run_takes_its_length_times_a_factor_of_the_spread() {
         let run = |spread: &[f64], seed: u64, recorded: bool, other: bool| -> Vec<Ns> {
             let mut p = Platform::uniform(2);
-            p.run_spread = spread.to_vec();
+            p.run_spread = vec![(100_000, spread.to_vec())];
             p.seed = seed;
             let moves = if recorded {
                 r#", "corral_moves": 0"#
@@ -3441,6 +3467,30 @@ mod tests {
             a,
             "a thread's draws are its own, whatever else draws"
         );
+    }
+
+    /// `spread_factor`: a spread measured at one length holds for every
+    /// length; measured at several, a run between two lengths takes the
+    /// same quantile between theirs, in proportion to the log of its
+    /// length, and one outside them the nearest length's.
+    #[test]
+    fn a_run_between_two_measured_lengths_varies_between_their_spreads() {
+        let one = [(140_000, vec![0.9, 1.0, 1.2])];
+        for ns in [1_000, 140_000, 50_000_000] {
+            assert_eq!(spread_factor(&one, ns, 2), 1.2);
+        }
+        let two = [
+            (100_000, vec![0.9, 1.0, 1.2]),
+            (10_000_000, vec![0.99, 1.0, 1.02]),
+        ];
+        assert_eq!(spread_factor(&two, 50_000, 0), 0.9);
+        assert_eq!(spread_factor(&two, 100_000, 2), 1.2);
+        // Half way in log(length): half way between.
+        let f = spread_factor(&two, 1_000_000, 2);
+        assert!((f - (1.2 + (1.02 - 1.2) * 0.5)).abs() < 1e-9, "{f}");
+        assert_eq!(spread_factor(&two, 1_000_000, 1), 1.0);
+        assert_eq!(spread_factor(&two, 10_000_000, 0), 0.99);
+        assert_eq!(spread_factor(&two, 90_000_000, 2), 1.02);
     }
 
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks

@@ -623,14 +623,21 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
 }
 
 /// The runs timed for [`run_spread`]: how many, of how many loops (a
-/// multiple of 1000) — about 0.14, 1, 5 and 20 ms at 14 ns a loop, 2.2 s
-/// in all, sleeps included.
+/// multiple of 1000: rt-app's `run` in µs at 1 ns a loop) — about 0.14,
+/// 1, 5 and 20 ms at 14 ns a loop, 2.0 s in all, sleeps included.
 const SPREAD_PROBES: [(usize, u64); 4] = [
     (1000, 10_000),
     (300, 70_000),
     (100, 350_000),
     (50, 1_400_000),
 ];
+const _: () = {
+    let mut i = 0;
+    while i < SPREAD_PROBES.len() {
+        assert!(SPREAD_PROBES[i].1.is_multiple_of(1000) && SPREAD_PROBES[i].1 != 5_000_000);
+        i += 1;
+    }
+};
 
 /// The middle value (the upper one of an even count); 0 for none.
 fn median_of(mut v: Vec<f64>) -> f64 {
@@ -643,10 +650,13 @@ fn median_of(mut v: Vec<f64>) -> f64 {
 /// (nearest rank). Fewer than 50 runs say nothing: none.
 ///
 /// XXX: the top 5 % are left out, where a tick (23-27 µs here, on about
-/// 3 % of 140 µs runs at 250 Hz) or another interrupt landed: the
-/// simulator charges the tick itself. A run of 5 ms or more holds one or
-/// more ticks: the median takes out their average, not their count's
-/// spread (a tick is under 0.6 % of such a run).
+/// 3.5 % of 140 µs runs at 250 Hz) or another interrupt landed: the
+/// simulator charges the tick itself. A longer run holds a tick more
+/// often: about a quarter of 1 ms runs do, so that spread's 80th to 95th
+/// percentiles carry one (+2.5 %), charged again by the simulator; a run
+/// of 5 ms or more holds one or more, and the median takes out their
+/// average, not their count's spread (a tick is under 0.6 % of such a
+/// run).
 pub(super) fn run_spread(mut runs: Vec<f64>) -> Vec<f64> {
     if runs.len() < 50 {
         return Vec::new();

@@ -1184,7 +1184,7 @@ mod tests {
         assert_eq!(read(&cal), [(0, vec![0.9, 1.0, 1.2])], "an older kept run");
         cal.run_spreads = vec![
             RunSpread {
-                median_us: 137.4,
+                median_us: 137.6,
                 factors: vec![0.9, 1.0, 1.2],
             },
             RunSpread {
@@ -1195,9 +1195,16 @@ mod tests {
         assert_eq!(
             read(&cal),
             [
-                (137_000, vec![0.9, 1.0, 1.2]),
+                (138_000, vec![0.9, 1.0, 1.2]),
                 (4_901_000, vec![0.99, 1.0, 1.03])
-            ]
+            ],
+            "to the nearest µs"
+        );
+        cal.run_spreads.truncate(1);
+        assert_eq!(
+            read(&cal),
+            [(138_000, vec![0.9, 1.0, 1.2])],
+            "one length measured: a table of one"
         );
         cal.run_spread.clear();
         cal.run_spreads.clear();

@@ -60,7 +60,7 @@ pub(super) fn platform_toml(
         by_length => {
             let l: Vec<String> = by_length
                 .iter()
-                .map(|(ns, f)| format!("\"{}us\" = {}", ns / 1000, list(f)))
+                .map(|(ns, f)| format!("\"{}us\" = {}", (ns + 500) / 1000, list(f)))
                 .collect();
             let _ = writeln!(t, "run_spread = {{ {} }}", l.join(", "));
         }

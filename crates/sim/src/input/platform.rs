@@ -14,9 +14,12 @@
 //! run_spread = [0.99, 1.0, 1.0, 1.07]   # how rt-app's `run` varies live: each
 //!                                       # run takes its length times one of
 //!                                       # these, drawn (none: exact); or by
-//!                                       # length, as many factors at each,
-//!                                       # runs between taken between them
-//!                                       # (`corral lab validate` measures it):
+//!                                       # length, as many factors at each: a
+//!                                       # run between two lengths takes the
+//!                                       # same factor between theirs by
+//!                                       # log(length), one outside them the
+//!                                       # nearest length's (`corral lab
+//!                                       # validate` measures it):
 //! # run_spread = { "140us" = [0.98, 1.0, 1.17], "5ms" = [0.99, 1.0, 1.03] }
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
@@ -131,6 +134,12 @@ fn run_spread(e: Option<&SpreadEntry>, at: At) -> Result<Vec<(Ns, Vec<f64>)>, Er
             .collect::<Result<Vec<_>, _>>()?,
     };
     spread.sort_by_key(|(l, _)| *l);
+    if let Some(w) = spread.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(at(
+            "run_spread",
+            format!("{} µs is given twice", w[0].0 / 1000),
+        ));
+    }
     let n = spread.first().map_or(0, |(_, f)| f.len());
     if let Some((l, f)) = spread.iter().find(|(_, f)| f.len() != n || n == 0) {
         return Err(at(
@@ -707,14 +716,25 @@ quota_us = 50000
         let p = parse("cpus = 2\nrun_spread = [0.99, 1.0, 1.07]\n", "p.toml").unwrap();
         assert_eq!(p.platform.run_spread, [(0, vec![0.99, 1.0, 1.07])]);
         let p = parse(
-            "cpus = 2\nrun_spread = { \"5ms\" = [0.99, 1.03], \"140us\" = [0.98, 1.17] }\n",
+            "cpus = 2\nrun_spread = { \"20ms\" = [0.99, 1.02], \"5ms\" = [0.99, 1.03] }\n",
             "p.toml",
         )
         .unwrap();
+        // By length, not as the keys sort ("20ms" before "5ms").
         assert_eq!(
             p.platform.run_spread,
-            [(140_000, vec![0.98, 1.17]), (5_000_000, vec![0.99, 1.03])]
+            [
+                (5_000_000, vec![0.99, 1.03]),
+                (20_000_000, vec![0.99, 1.02])
+            ]
         );
+        let e = parse(
+            "cpus = 2\nrun_spread = { \"1ms\" = [1.0], \"1000us\" = [1.1] }\n",
+            "p.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "p.toml:2: run_spread: 1000 µs is given twice");
         assert!(parse("cpus = 2\n", "p.toml")
             .unwrap()
             .platform

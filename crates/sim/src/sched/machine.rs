@@ -3491,6 +3491,15 @@ mod tests {
         assert_eq!(spread_factor(&two, 1_000_000, 1), 1.0);
         assert_eq!(spread_factor(&two, 10_000_000, 0), 0.99);
         assert_eq!(spread_factor(&two, 90_000_000, 2), 1.02);
+        // Three lengths: a run between the second and third takes theirs.
+        let three = [
+            (100_000, vec![0.9, 1.0, 1.2]),
+            (1_000_000, vec![0.95, 1.0, 1.1]),
+            (10_000_000, vec![0.99, 1.0, 1.02]),
+        ];
+        let f = spread_factor(&three, 3_162_278, 2);
+        assert!((f - (1.1 + (1.02 - 1.1) * 0.5)).abs() < 1e-6, "{f}");
+        assert_eq!(spread_factor(&three, 1_000_000, 0), 0.95);
     }
 
     /// `hrtimer_sleep`: a timer whose expiries fall 20 µs before ticks

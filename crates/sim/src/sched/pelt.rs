@@ -456,6 +456,13 @@ impl Pelt {
 
     /// `attach_entity_load_avg`: task `t` (load weight `weight`) joins
     /// `cpu`'s `cfs_rq` with its history.
+    ///
+    /// XXX: a task in a group brings its whole `load_avg` to the root
+    /// here; the kernel adds it to its group's queue, and the root moves
+    /// only by what its group entity's `load_avg` moves
+    /// (`update_tg_cfs_load`: at most that entity's weight). Doing so
+    /// scored lower (docs/sim.md, *A task in a group counts its whole
+    /// load on the root*).
     fn attach(&mut self, t: usize, cpu: usize, weight: u64) {
         let se = self.tasks[t];
         let rq = &mut self.rqs[cpu].avg;

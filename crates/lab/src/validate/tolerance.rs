@@ -73,9 +73,9 @@ impl Measure {
                  for the next tick (traced on periodic-among-hogs: of 1003 wake-ups, 23 \
                  waited 0.3-6.6 ms: 9 behind another thread, 8 within 1.4 ms of the hog \
                  being picked again, 6 with the hog running longer). They are replayed \
-                 (traced live, unless --no-others), but a thread with under 1 ms of CPU in \
-                 all is left out, and a re-pick the trace does not show (no switch) is not \
-                 reproduced; the tail also holds other interrupts and the host's time \
+                 (traced live, unless --no-others), every one that ran (sets kept by \
+                 earlier builds left out those with under 1 ms of CPU in all), but a re-pick \
+                 the trace does not show (no switch) is not reproduced; the tail also holds other interrupts and the host's time \
                  (`others`, `steal`), and wake-ups packed onto a busy CPU, which the model \
                  makes by a rule read off probes (not with --no-pack)"
             }

@@ -156,9 +156,10 @@ impl Thread {
     }
 
     /// A background thread from an outsider's stretches: each starts at
-    /// its live instant (`corral_until`) and runs as long; none under a
-    /// millisecond in all. Held to its CPU when it was seen on only one.
-    fn outsider(pid: u32, o: Outsider, t0: u64) -> Option<Thread> {
+    /// its live instant (`corral_until`) and runs as long; none with less
+    /// than `min_ns` of CPU in all ([`Converter::keep_outsiders_from`]).
+    /// Held to its CPU when it was seen on only one.
+    fn outsider(pid: u32, o: Outsider, t0: u64, min_ns: u64) -> Option<Thread> {
         // In order, none overlapping the one before (out-of-order text).
         let mut runs = o.runs;
         runs.sort_unstable();
@@ -170,7 +171,7 @@ impl Thread {
             end = r.0 + r.1;
         }
         let total: u64 = runs.iter().map(|r| r.1).sum();
-        if total < 1_000_000 {
+        if total == 0 || total < min_ns {
             return None;
         }
         let mut th = Thread::new(pid, &o.comm);
@@ -277,7 +278,15 @@ pub struct Converter {
     /// How the recorded kernel places wake-ups, when the recorder knew
     /// ([`Directive::Packing`]).
     packing: Option<Option<u32>>,
+    /// The least CPU time an outsider must have used to be replayed.
+    min_outsider_ns: u64,
 }
+
+/// An outsider of a recording is replayed when it used at least this
+/// much CPU ([`Converter::keep_outsiders_from`]): a user's recording of
+/// minutes keeps the threads that compete, not every kernel thread that
+/// woke once.
+pub const MIN_OUTSIDER_NS: u64 = 1_000_000;
 
 /// What else ran on the CPUs during a live recording: tasks outside the
 /// scope (kernel threads, other programs, the recorder itself) compete
@@ -406,7 +415,14 @@ impl Converter {
             background: None,
             start_mono: None,
             packing: None,
+            min_outsider_ns: MIN_OUTSIDER_NS,
         }
+    }
+
+    /// Replays every outsider that used at least `min_ns` of CPU
+    /// ([`MIN_OUTSIDER_NS`] unless told; 0: every one that ran).
+    pub fn keep_outsiders_from(&mut self, min_ns: u64) {
+        self.min_outsider_ns = min_ns;
     }
 
     /// One line of text: an event, a lost-events note, one of
@@ -773,7 +789,7 @@ impl Converter {
             .unwrap_or_default();
         outsiders.sort_by_key(|(pid, _)| *pid);
         for (pid, o) in outsiders {
-            if let Some(th) = Thread::outsider(pid, o, t0) {
+            if let Some(th) = Thread::outsider(pid, o, t0, self.min_outsider_ns) {
                 self.threads.push(th);
             }
         }
@@ -1649,6 +1665,58 @@ CPU:1 [LOST 7 EVENTS]
         assert!(json.contains("\"corral_background\": true"), "{json}");
         // The programs compared leave it out.
         assert_eq!(r.by_comm().len(), 1);
+    }
+
+    #[test]
+    fn an_outsider_under_the_least_cpu_is_left_out_unless_told() {
+        // rcu_preempt (15) runs 20 µs twice on CPU 0, kdamond (71) 1 ms:
+        // a recording keeps kdamond only; told 0 (lab validate), both.
+        let trace = "\
+# corral start t0=1000000000 online=2 scope=200
+  a-200 [000] d..2. 1.001000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=R+ ==> next_comm=rcu_preempt next_pid=15 next_prio=120
+  rcu_preempt-15 [000] d..2. 1.001020: sched_switch: prev_comm=rcu_preempt prev_pid=15 prev_prio=120 prev_state=I ==> next_comm=a next_pid=200 next_prio=120
+  a-200 [000] d..2. 1.002000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=R+ ==> next_comm=kdamond.0 next_pid=71 next_prio=120
+  kdamond.0-71 [000] d..2. 1.003000: sched_switch: prev_comm=kdamond.0 prev_pid=71 prev_prio=120 prev_state=I ==> next_comm=a next_pid=200 next_prio=120
+  a-200 [000] d..2. 1.004000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=R+ ==> next_comm=rcu_preempt next_pid=15 next_prio=120
+  rcu_preempt-15 [000] d..2. 1.004020: sched_switch: prev_comm=rcu_preempt prev_pid=15 prev_prio=120 prev_state=I ==> next_comm=a next_pid=200 next_prio=120
+  a-200 [000] d..2. 1.005000: sched_switch: prev_comm=a prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+        let names = |min: Option<u64>| {
+            let mut c = Converter::new(Scope::All, None);
+            if let Some(m) = min {
+                c.keep_outsiders_from(m);
+            }
+            for l in trace.lines() {
+                c.line(l).unwrap();
+            }
+            let r = c.finish();
+            let names: Vec<String> = r.threads.iter().map(Thread::name).collect();
+            (
+                names,
+                r.threads.iter().map(|t| t.cpu_ns).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(
+            names(None),
+            (
+                vec!["a-200".to_string(), "kdamond.0-71".into()],
+                vec![3_960_000, 1_000_000]
+            )
+        );
+        assert_eq!(
+            names(Some(0)),
+            (
+                vec![
+                    "a-200".to_string(),
+                    "rcu_preempt-15".into(),
+                    "kdamond.0-71".into()
+                ],
+                vec![3_960_000, 40_000, 1_000_000]
+            )
+        );
+        // Just under the default is left out, at it kept.
+        assert_eq!(names(Some(40_001)).0.len(), 2);
+        assert_eq!(names(Some(40_000)).0.len(), 3);
     }
 
     #[test]

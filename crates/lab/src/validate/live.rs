@@ -525,7 +525,9 @@ pub(super) fn run_live(
 /// run's group; rt-app gets the median, rounded (it takes an integer).
 /// Then how runs of fixed work vary from one to the next, at each of
 /// [`SPREAD_PROBES`]' lengths (from about as long as a case's shortest
-/// `run` to about 20 ms), each run after a 100 µs sleep ([`run_spread`]).
+/// `run` to about 20 ms), each run after a 100 µs sleep ([`run_spread`]);
+/// then how late rt-app's timer wakes it after 5 ms asleep, the machine
+/// otherwise idle, [`TIMER_PROBES`] times ([`timer_spread`]).
 pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Result<Calibration> {
     std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
     let probes: Vec<String> = SPREAD_PROBES
@@ -543,13 +545,17 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
 	"tasks": {{
 		"calibrate": {{ "loop": 1, "phases": {{
 			"p": {{ "loop": 7, "run": 5000 }},
-			{}
+			{},
+			"t": {{ "loop": {}, "run": {}, "timer": {{ "ref": "probe", "period": {} }} }}
 		}} }}
 	}},
 	"global": {{ "calibration": 1, "duration": -1, "logdir": {}, "log_basename": "rt-app" }}
 }}
 "#,
         probes.join(",\n\t\t\t"),
+        TIMER_PROBES + TIMER_PROBES_SKIPPED,
+        TIMER_PROBE_LOOPS / 1000,
+        TIMER_PROBE_PERIOD_US,
         serde_json::to_string(&dir.display().to_string()).expect("strings serialise")
     );
     let path = dir.join("calibrate.json");
@@ -563,17 +569,23 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
     drop(rt);
     let log = dir.join("rt-app-calibrate-0.log");
     let text = std::fs::read_to_string(&log).map_err(Error::io(&log))?;
-    // perf (loops) and run (µs) of each line
-    let lines: Vec<(f64, f64)> = text
+    // perf (loops), run (µs) and wu_lat (µs) of each line
+    let fields: Vec<Vec<f64>> = text
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
-        .filter_map(|l| {
-            let f: Vec<f64> = l
-                .split_whitespace()
+        .map(|l| {
+            l.split_whitespace()
                 .filter_map(|x| x.parse().ok())
-                .collect();
-            (f.len() >= 3 && f[1] > 0.0).then(|| (f[1], f[2]))
+                .collect::<Vec<f64>>()
         })
+        .filter(|f| f.len() >= 3 && f[1] > 0.0)
+        .collect();
+    let lines: Vec<(f64, f64)> = fields.iter().map(|f| (f[1], f[2])).collect();
+    let timer_lats: Vec<f64> = fields
+        .iter()
+        .filter(|f| f[1] as u64 == TIMER_PROBE_LOOPS && f.len() >= 11)
+        .skip(TIMER_PROBES_SKIPPED)
+        .map(|f| f[10])
         .collect();
     // The seven runs of `run: 5000` at 1 ns a loop: 5 000 000 loops.
     let mut ns: Vec<f64> = lines
@@ -619,7 +631,48 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
             .map(|s| s.factors.clone())
             .unwrap_or_default(),
         run_spreads,
+        timer_spread: timer_spread(timer_lats),
     })
+}
+
+/// The timer probe: [`TIMER_PROBES`] wake-ups kept (after
+/// [`TIMER_PROBES_SKIPPED`], the timer's first), each from a sleep of
+/// about 5 ms, each followed by [`TIMER_PROBE_LOOPS`] loops (about 40 µs;
+/// a loop count none of the other probes uses): 1.5 s.
+const TIMER_PROBES: usize = 300;
+const TIMER_PROBES_SKIPPED: usize = 2;
+const TIMER_PROBE_LOOPS: u64 = 3_000;
+const TIMER_PROBE_PERIOD_US: u64 = 5_000;
+const _: () = {
+    let mut i = 0;
+    while i < SPREAD_PROBES.len() {
+        assert!(SPREAD_PROBES[i].1 != TIMER_PROBE_LOOPS);
+        i += 1;
+    }
+    assert!(TIMER_PROBE_LOOPS.is_multiple_of(1000) && TIMER_PROBE_LOOPS != 5_000_000);
+};
+
+/// How late a timer wakes a thread on an idle CPU, from rt-app's
+/// `wu_lat` (µs) after each sleep: every one, sorted, over their median,
+/// each as likely (the platform's `timer_wakeup_spread`, times the cost
+/// `corral lab costs` measures). All of them, not percentiles: the tail
+/// is a few percent of the wake-ups, and a thread's p99 is wherever the
+/// spread puts its slowest percent (one value standing for the slowest
+/// percent made every thread's p99 that value). Fewer than 100 say
+/// nothing: none.
+pub(super) fn timer_spread(mut lats: Vec<f64>) -> Vec<f64> {
+    if lats.len() < 100 {
+        return Vec::new();
+    }
+    lats.sort_by(f64::total_cmp);
+    let median = lats[lats.len() / 2];
+    if median <= 0.0 {
+        return Vec::new();
+    }
+    // (Within what a platform file takes.)
+    lats.iter()
+        .map(|&l| (l / median).clamp(0.01, 1000.0))
+        .collect()
 }
 
 /// The runs timed for [`run_spread`]: how many, of how many loops (a
@@ -691,6 +744,21 @@ mod tests {
         let mut runs = vec![400.0; 10];
         runs.extend([100.0; 90]);
         assert_eq!(run_spread(runs)[18], 2.0);
+    }
+
+    #[test]
+    fn a_timer_spread_is_every_wake_up_over_the_median() {
+        assert!(timer_spread(vec![50.0; 99]).is_empty(), "too few");
+        // 95 wake-ups of 50 µs, 4 of 250 and one of 0 µs, shuffled.
+        let mut lats = vec![50.0; 95];
+        lats.extend([250.0; 4]);
+        lats.insert(37, 0.0);
+        lats.swap(3, 97);
+        let f = timer_spread(lats);
+        assert_eq!(f.len(), 100);
+        assert_eq!(f[0], 0.01, "held to what a platform takes");
+        assert!(f[1..96].iter().all(|&x| x == 1.0), "{f:?}");
+        assert_eq!(f[96..], [5.0; 4]);
     }
 
     #[test]

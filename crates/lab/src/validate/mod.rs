@@ -342,6 +342,12 @@ pub struct Calibration {
     /// of every length.
     #[serde(default)]
     pub run_spreads: Vec<RunSpread>,
+    /// How a timer's wake-up onto an idle CPU varies: rt-app's own wake-up
+    /// latencies after 5 ms asleep, sorted, over their median (the
+    /// simulated platform's `timer_wakeup_spread`); empty in what an older
+    /// build kept, whose timer wake-ups all cost the median.
+    #[serde(default)]
+    pub timer_spread: Vec<f64>,
 }
 
 /// How runs of one length of fixed work vary ([`Calibration`]).
@@ -953,6 +959,7 @@ fn compare(
         sim,
         tick_phase_us,
         &cal.platform_spread(),
+        &cal.timer_spread,
         scaled,
         live.others.clone(),
         groups,
@@ -1154,7 +1161,7 @@ mod tests {
     /// spreads by length (µs, as the simulator reads them back), or a
     /// kept run's one spread for every length, or none.
     #[test]
-    fn the_runs_spreads_reach_the_simulated_platform_by_length() {
+    fn the_runs_and_timers_spreads_reach_the_simulated_platform() {
         let sim = SimInfo {
             kernel: "eevdf".into(),
             cpus: 2,
@@ -1173,14 +1180,32 @@ mod tests {
             used: 14,
             run_spread: vec![0.9, 1.0, 1.2],
             run_spreads: Vec::new(),
+            timer_spread: Vec::new(),
         };
-        let read = |cal: &Calibration| {
-            let toml = sim::platform_toml(&sim, 100, &cal.platform_spread(), &[], "/r");
+        let platform = |cal: &Calibration| {
+            let toml = sim::platform_toml(
+                &sim,
+                100,
+                &cal.platform_spread(),
+                &cal.timer_spread,
+                &[],
+                "/r",
+            );
             corral_sim::input::platform::parse(&toml, "platform.toml")
                 .unwrap()
                 .platform
-                .run_spread
         };
+        let read = |cal: &Calibration| platform(cal).run_spread;
+        assert!(
+            platform(&cal).timer_wakeup_spread.is_empty(),
+            "an older kept run"
+        );
+        cal.timer_spread = vec![0.61, 1.0, 1.0, 4.87654];
+        assert_eq!(
+            platform(&cal).timer_wakeup_spread,
+            [0.61, 1.0, 1.0, 4.8765],
+            "to four places"
+        );
         assert_eq!(read(&cal), [(0, vec![0.9, 1.0, 1.2])], "an older kept run");
         cal.run_spreads = vec![
             RunSpread {

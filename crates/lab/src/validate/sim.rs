@@ -27,12 +27,14 @@ pub(super) struct Simulated {
 }
 
 /// The platform file of a case: this machine's CPUs at capacity 1024,
-/// its HZ, the tick's phase, the timers' slack and the runs' spread of
-/// the live run, and the case's groups under the run's root.
+/// its HZ, the tick's phase, the timers' slack, the runs' spread and the
+/// timer wake-ups' spread of the live run, and the case's groups under
+/// the run's root.
 pub(super) fn platform_toml(
     sim: &SimInfo,
     tick_phase_us: u64,
     run_spread: &[(u64, Vec<f64>)],
+    timer_spread: &[f64],
     groups: &[(&str, u64)],
     root: &str,
 ) -> String {
@@ -65,6 +67,9 @@ pub(super) fn platform_toml(
             let _ = writeln!(t, "run_spread = {{ {} }}", l.join(", "));
         }
     }
+    if !timer_spread.is_empty() {
+        let _ = writeln!(t, "timer_wakeup_spread = {}", list(timer_spread));
+    }
     if let Some(c) = sim.costs {
         t.push_str(&c.toml());
     }
@@ -80,6 +85,7 @@ pub(super) fn run_sim(
     sim: &SimInfo,
     tick_phase_us: u64,
     run_spread: &[(u64, Vec<f64>)],
+    timer_spread: &[f64],
     mut work: rtapp::Workload,
     others: Vec<rtapp::Task>,
     groups: &[(&str, u64)],
@@ -94,7 +100,7 @@ pub(super) fn run_sim(
         .map(|t| t.instances as usize)
         .sum::<usize>();
     work.tasks.extend(others);
-    let toml = platform_toml(sim, tick_phase_us, run_spread, groups, root);
+    let toml = platform_toml(sim, tick_phase_us, run_spread, timer_spread, groups, root);
     let toml_path = dir.join("platform.toml");
     std::fs::write(&toml_path, &toml).map_err(Error::io(&toml_path))?;
     let mut spec = platform::parse(&toml, &toml_path.display().to_string())?;

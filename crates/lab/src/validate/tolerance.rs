@@ -77,7 +77,11 @@ impl Measure {
                  earlier builds left out those with under 1 ms of CPU in all), but a re-pick \
                  the trace does not show (no switch) is not reproduced; the tail also holds other interrupts and the host's time \
                  (`others`, `steal`), and wake-ups packed onto a busy CPU, which the model \
-                 makes by a rule read off probes (not with --no-pack)"
+                 makes by a rule read off probes (not with --no-pack). A timer's wake-up onto an \
+                 idle CPU costs one of rt-app's own wake-ups after 5 ms asleep, measured alone \
+                 before the case run (sets kept by earlier builds: their median each time); \
+                 the host's tail moves from minute to minute, and inside a workload it was \
+                 mostly heavier than alone"
             }
             Measure::Migrations => {
                 "this machine's kernel packs wake-ups onto the waker's busy CPU while it runs \

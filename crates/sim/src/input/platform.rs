@@ -21,6 +21,11 @@
 //!                                       # nearest length's (`corral lab
 //!                                       # validate` measures it):
 //! # run_spread = { "140us" = [0.98, 1.0, 1.17], "5ms" = [0.99, 1.0, 1.03] }
+//! timer_wakeup_spread = [0.9, 1.0, 1.1, 4.8]  # how a timer's wake-up onto
+//!                                       # an idle CPU varies live: each
+//!                                       # costs [costs] timer_wakeup times
+//!                                       # one of these, drawn (none: exact;
+//!                                       # `corral lab validate` measures it)
 //! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
 //! offline = [2, 3]                      # CPUs offline at the start
@@ -90,6 +95,7 @@ struct File {
     timer_slack: Option<String>,
     vcpu_pack_util: Option<u64>,
     run_spread: Option<SpreadEntry>,
+    timer_wakeup_spread: Option<Vec<f64>>,
     cpus: Option<usize>,
     capacities: Option<Vec<u32>>,
     #[serde(default)]
@@ -245,7 +251,18 @@ type At<'a> = &'a dyn Fn(&str, String) -> Error;
 pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
     let f: File = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
-        Error::Platform(format!("{file}:{line}: {}", e.message().trim()))
+        // The key the value belongs to, when its line says (`key = …`):
+        // toml's message names the type, not the key.
+        let key = text
+            .lines()
+            .nth(line.saturating_sub(1))
+            .and_then(|l| l.split_once('='))
+            .map(|(k, _)| k.trim().trim_matches('"'))
+            .filter(|k| !k.is_empty() && !k.starts_with('[') && !e.message().contains(k));
+        match key {
+            Some(k) => Error::Platform(format!("{file}:{line}: {k}: {}", e.message().trim())),
+            None => Error::Platform(format!("{file}:{line}: {}", e.message().trim())),
+        }
     })?;
     let at = |key: &str, msg: String| {
         let line = text
@@ -284,6 +301,16 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
         ));
     }
     let run_spread = run_spread(f.run_spread.as_ref(), &at)?;
+    let timer_wakeup_spread = f.timer_wakeup_spread.clone().unwrap_or_default();
+    if let Some(x) = timer_wakeup_spread
+        .iter()
+        .find(|x| !(*x > &0.0 && *x <= &1000.0))
+    {
+        return Err(at(
+            "timer_wakeup_spread",
+            format!("{x} is not a factor of a timer wake-up's cost (over 0, at most 1000)"),
+        ));
+    }
     let kernel = match &f.kernel {
         Some(k) => Some(
             k.parse::<crate::models::Model>()
@@ -321,6 +348,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             timer_slack,
             vcpu_pack_util: f.vcpu_pack_util,
             run_spread,
+            timer_wakeup_spread,
             seed: 0,
             hotplug,
             offline: f.offline,
@@ -709,6 +737,40 @@ quota_us = 50000
                 on_wake: false,
             }]
         );
+    }
+
+    #[test]
+    fn a_timer_wakeup_spread_is_a_list_of_positive_factors() {
+        let p = parse(
+            "cpus = 2\ntimer_wakeup_spread = [0.8, 1.0, 5.2]\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(p.platform.timer_wakeup_spread, [0.8, 1.0, 5.2]);
+        assert!(parse("cpus = 2\n", "p.toml")
+            .unwrap()
+            .platform
+            .timer_wakeup_spread
+            .is_empty());
+        let e = parse("cpus = 2\ntimer_wakeup_spread = \"x\"\n", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("p.toml:2: timer_wakeup_spread: invalid type"),
+            "{e}"
+        );
+        for bad in ["0.0", "-1.0", "1500.0", "nan"] {
+            let e = parse(
+                &format!("cpus = 2\ntimer_wakeup_spread = [1.0, {bad}]\n"),
+                "p.toml",
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.starts_with("p.toml:2: timer_wakeup_spread: ") && e.contains("not a factor"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

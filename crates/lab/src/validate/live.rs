@@ -553,7 +553,7 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
 }}
 "#,
         probes.join(",\n\t\t\t"),
-        TIMER_PROBES + TIMER_PROBES_SKIPPED,
+        TIMER_PROBES + 1,
         TIMER_PROBE_LOOPS / 1000,
         TIMER_PROBE_PERIOD_US,
         serde_json::to_string(&dir.display().to_string()).expect("strings serialise")
@@ -581,12 +581,7 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
         .filter(|f| f.len() >= 3 && f[1] > 0.0)
         .collect();
     let lines: Vec<(f64, f64)> = fields.iter().map(|f| (f[1], f[2])).collect();
-    let timer_lats: Vec<f64> = fields
-        .iter()
-        .filter(|f| f[1] as u64 == TIMER_PROBE_LOOPS && f.len() >= 11)
-        .skip(TIMER_PROBES_SKIPPED)
-        .map(|f| f[10])
-        .collect();
+    let timer_lats = timer_lats(&fields);
     // The seven runs of `run: 5000` at 1 ns a loop: 5 000 000 loops.
     let mut ns: Vec<f64> = lines
         .iter()
@@ -635,12 +630,11 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
     })
 }
 
-/// The timer probe: [`TIMER_PROBES`] wake-ups kept (after
-/// [`TIMER_PROBES_SKIPPED`], the timer's first), each from a sleep of
-/// about 5 ms, each followed by [`TIMER_PROBE_LOOPS`] loops (about 40 µs;
-/// a loop count none of the other probes uses): 1.5 s.
+/// The timer probe: [`TIMER_PROBES`] wake-ups (and the timer's first
+/// use, which does not sleep), each from a sleep of about 5 ms, each
+/// followed by [`TIMER_PROBE_LOOPS`] loops (about 40 µs; a loop count
+/// none of the other probes uses): 1.5 s.
 const TIMER_PROBES: usize = 300;
-const TIMER_PROBES_SKIPPED: usize = 2;
 const TIMER_PROBE_LOOPS: u64 = 3_000;
 const TIMER_PROBE_PERIOD_US: u64 = 5_000;
 const _: () = {
@@ -651,6 +645,21 @@ const _: () = {
     }
     assert!(TIMER_PROBE_LOOPS.is_multiple_of(1000) && TIMER_PROBE_LOOPS != 5_000_000);
 };
+
+/// The timer probe's wake-up latencies (`wu_lat`, µs) from the
+/// calibration log's numeric fields (`idx perf run period start end
+/// rel_st slack c_duration c_period wu_lat`): its lines by their loop
+/// count, less those that did not sleep — rt-app's timer already past
+/// (its first use, or after a wake-up over a period late) logs a
+/// `wu_lat` of 0 with a negative slack.
+fn timer_lats(fields: &[Vec<f64>]) -> Vec<f64> {
+    fields
+        .iter()
+        .filter(|f| f.len() >= 11 && f[1] as u64 == TIMER_PROBE_LOOPS)
+        .filter(|f| !(f[10] == 0.0 && f[7] < 0.0))
+        .map(|f| f[10])
+        .collect()
+}
 
 /// How late a timer wakes a thread on an idle CPU, from rt-app's
 /// `wu_lat` (µs) after each sleep: every one, sorted, over their median,
@@ -759,6 +768,33 @@ mod tests {
         assert_eq!(f[0], 0.01, "held to what a platform takes");
         assert!(f[1..96].iter().all(|&x| x == 1.0), "{f:?}");
         assert_eq!(f[96..], [5.0; 4]);
+    }
+
+    #[test]
+    fn the_timer_probe_s_wake_ups_are_its_lines_that_slept() {
+        // rt-app's log (calibration 1): the timer's first use (past: no
+        // sleep), two wake-ups, one 6 ms late, the next that found its
+        // timer past, a line of another probe.
+        let log = "\
+# Policy : SCHED_OTHER priority : 0
+#idx    perf     run   period     start       end    rel_st   slack c_duration c_period wu_lat
+   1    3000      41       45  10000000  10000041   5000000   -4955          3     5000      0
+   1    3000      40     5001  10005001  10005041   5005001    4940          3     5000     56
+   1    3000      42    11043  10016044  10016086   5016044   -1086          3     5000   6044
+   1    3000      41     3998  10016086  10016127   5016086   -2127          3     5000      0
+   1    3000      40     4957  10025043  10025083   5025043    4917          3     5000     43
+   0   10000     139      139  10025083  10025222   5025083       0        139        0      0
+";
+        let fields: Vec<Vec<f64>> = log
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .map(|l| {
+                l.split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(timer_lats(&fields), [56.0, 6044.0, 43.0]);
     }
 
     #[test]

@@ -169,7 +169,7 @@ impl Others {
             return;
         };
         let mut conv = Converter::new(Scope::Tree([pid].into_iter().collect()), Some(self.t0_ns));
-        // Every one, however little it ran: each run renews the slice
+        // Every one that ran a µs or more: each run renews the slice
         // protection of the task it interrupts (a recording's default,
         // 1 ms in all, left out rcu_preempt's 30-40 runs in 10 s).
         conv.keep_outsiders_from(0);

@@ -73,13 +73,14 @@ impl Measure {
                  for the next tick (traced on periodic-among-hogs: of 1003 wake-ups, 23 \
                  waited 0.3-6.6 ms: 9 behind another thread, 8 within 1.4 ms of the hog \
                  being picked again, 6 with the hog running longer). They are replayed \
-                 (traced live, unless --no-others), every one that ran (sets kept by \
+                 (traced live, unless --no-others), every one that ran a µs or more (sets kept by \
                  earlier builds left out those with under 1 ms of CPU in all), but a re-pick \
                  the trace does not show (no switch) is not reproduced; the tail also holds other interrupts and the host's time \
                  (`others`, `steal`), and wake-ups packed onto a busy CPU, which the model \
                  makes by a rule read off probes (not with --no-pack). A timer's wake-up onto an \
-                 idle CPU costs one of rt-app's own wake-ups after 5 ms asleep, measured alone \
-                 before the case run (sets kept by earlier builds: their median each time); \
+                 idle CPU costs the measured timer wake-up times one of rt-app's own wake-ups \
+                 after 5 ms asleep over their median, measured alone before the case run (sets \
+                 kept by earlier builds: the measured figure each time); \
                  the host's tail moves from minute to minute, and inside a workload it was \
                  mostly heavier than alone"
             }

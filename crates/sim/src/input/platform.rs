@@ -247,27 +247,48 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// Where a platform file's key is: `FILE:LINE: key: message`.
 type At<'a> = &'a dyn Fn(&str, String) -> Error;
 
+/// The key a line of TOML sets (`key = …`, the key bare or quoted), if
+/// it sets one: not a table's header, nor a later line of an array.
+fn key_of(line: &str) -> Option<&str> {
+    let (k, _) = line.split_once('=')?;
+    let k = k.trim();
+    let bare = !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let quoted =
+        k.len() >= 2 && k.starts_with('"') && k.ends_with('"') && !k[1..k.len() - 1].contains('"');
+    if bare {
+        Some(k)
+    } else if quoted {
+        Some(&k[1..k.len() - 1])
+    } else {
+        None
+    }
+}
+
 /// Parses a platform file; errors read `FILE:LINE: key: message`.
 pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
     let f: File = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
-        // The key the value belongs to, when its line says (`key = …`):
-        // toml's message names the type, not the key.
-        let key = text
-            .lines()
-            .nth(line.saturating_sub(1))
-            .and_then(|l| l.split_once('='))
-            .map(|(k, _)| k.trim().trim_matches('"'))
-            .filter(|k| !k.is_empty() && !k.starts_with('[') && !e.message().contains(k));
+        // The key the value belongs to, when its line starts with one
+        // (`key = …`): toml's message names the type, not the key.
+        let key = (line > 0)
+            .then(|| text.lines().nth(line - 1))
+            .flatten()
+            .and_then(key_of)
+            .filter(|k| !e.message().contains(k));
         match key {
             Some(k) => Error::Platform(format!("{file}:{line}: {k}: {}", e.message().trim())),
             None => Error::Platform(format!("{file}:{line}: {}", e.message().trim())),
         }
     })?;
     let at = |key: &str, msg: String| {
+        // The key's own line (`timer_wakeup` is not `timer_wakeup_spread`),
+        // else the first that starts with it (a table's).
         let line = text
             .lines()
-            .position(|l| l.trim_start().starts_with(key))
+            .position(|l| key_of(l) == Some(key))
+            .or_else(|| text.lines().position(|l| l.trim_start().starts_with(key)))
             .map_or(0, |i| i + 1);
         Error::Platform(format!("{file}:{line}: {key}: {msg}"))
     };
@@ -759,6 +780,20 @@ quota_us = 50000
             e.starts_with("p.toml:2: timer_wakeup_spread: invalid type"),
             "{e}"
         );
+        // A bad element on an array's later line names no key (its "="
+        // is inside a string), and a `[costs]` key is not taken for the
+        // spread that starts with its name.
+        let e = parse("cpus = 2\nhotplug = [\n \"2s:cpu1=off\", 3 ]\n", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("p.toml:3: invalid type"), "{e}");
+        let e = parse(
+            "cpus = 2\ntimer_wakeup_spread = [1.0]\n[costs]\ntimer_wakeup = \"soon\"\n",
+            "p.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("p.toml:4: timer_wakeup: "), "{e}");
         for bad in ["0.0", "-1.0", "1500.0", "nan"] {
             let e = parse(
                 &format!("cpus = 2\ntimer_wakeup_spread = [1.0, {bad}]\n"),

@@ -420,7 +420,8 @@ impl Converter {
     }
 
     /// Replays every outsider that used at least `min_ns` of CPU
-    /// ([`MIN_OUTSIDER_NS`] unless told; 0: every one that ran).
+    /// ([`MIN_OUTSIDER_NS`] unless told; 0: every one that ran, a whole µs
+    /// at least: a thread is replayed in µs).
     pub fn keep_outsiders_from(&mut self, min_ns: u64) {
         self.min_outsider_ns = min_ns;
     }
@@ -1714,7 +1715,7 @@ CPU:1 [LOST 7 EVENTS]
                 vec![3_960_000, 40_000, 1_000_000]
             )
         );
-        // Just under the default is left out, at it kept.
+        // Told just above rcu_preempt's CPU, it is left out; at it, kept.
         assert_eq!(names(Some(40_001)).0.len(), 2);
         assert_eq!(names(Some(40_000)).0.len(), 3);
     }

@@ -2192,10 +2192,9 @@ impl<K: SchedClass> Machine<K> {
     /// several times it (on this VM the vCPU's host wakes it late: rt-app's
     /// own 5 ms sleeps, alone, p50 51-64 µs and p99 79-227 µs in three
     /// calibrations two minutes apart), and the tail of a thread's wake-up
-    /// latency is theirs. Factors kept each as
-    /// likely, as many as measured, keep the tail's shape: a thread's
-    /// p99 is the spread's p99, not one factor standing for the slowest
-    /// percent.
+    /// latency is theirs. Factors kept each as likely, as many as
+    /// measured, keep the tail's shape: a thread's p99 is the spread's
+    /// p99, not one factor standing for the slowest percent.
     ///
     /// XXX: measured on a machine otherwise idle (`corral lab validate`'s
     /// calibration, before each case run), whatever the sleep's length

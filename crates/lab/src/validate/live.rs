@@ -569,17 +569,7 @@ pub(super) fn calibrate(o: &Options, groups: &mut LabGroups, dir: &Path) -> Resu
     drop(rt);
     let log = dir.join("rt-app-calibrate-0.log");
     let text = std::fs::read_to_string(&log).map_err(Error::io(&log))?;
-    // perf (loops), run (µs) and wu_lat (µs) of each line
-    let fields: Vec<Vec<f64>> = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .map(|l| {
-            l.split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect::<Vec<f64>>()
-        })
-        .filter(|f| f.len() >= 3 && f[1] > 0.0)
-        .collect();
+    let fields = log_fields(&text);
     let lines: Vec<(f64, f64)> = fields.iter().map(|f| (f[1], f[2])).collect();
     let timer_lats = timer_lats(&fields);
     // The seven runs of `run: 5000` at 1 ns a loop: 5 000 000 loops.
@@ -645,6 +635,20 @@ const _: () = {
     }
     assert!(TIMER_PROBE_LOOPS.is_multiple_of(1000) && TIMER_PROBE_LOOPS != 5_000_000);
 };
+
+/// The numeric fields of each line of rt-app's calibration log that ran
+/// loops (`idx perf run …`: perf, the loops; run, µs; wu_lat, µs).
+fn log_fields(text: &str) -> Vec<Vec<f64>> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect::<Vec<f64>>()
+        })
+        .filter(|f| f.len() >= 3 && f[1] > 0.0)
+        .collect()
+}
 
 /// The timer probe's wake-up latencies (`wu_lat`, µs) from the
 /// calibration log's numeric fields (`idx perf run period start end
@@ -785,15 +789,7 @@ mod tests {
    1    3000      40     4957  10025043  10025083   5025043    4917          3     5000     43
    0   10000     139      139  10025083  10025222   5025083       0        139        0      0
 ";
-        let fields: Vec<Vec<f64>> = log
-            .lines()
-            .filter(|l| !l.trim_start().starts_with('#'))
-            .map(|l| {
-                l.split_whitespace()
-                    .filter_map(|x| x.parse().ok())
-                    .collect()
-            })
-            .collect();
+        let fields = log_fields(log);
         assert_eq!(timer_lats(&fields), [56.0, 6044.0, 43.0]);
     }
 

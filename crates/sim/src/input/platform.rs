@@ -325,7 +325,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
     let timer_wakeup_spread = f.timer_wakeup_spread.clone().unwrap_or_default();
     if let Some(x) = timer_wakeup_spread
         .iter()
-        .find(|x| !(*x > &0.0 && *x <= &1000.0))
+        .find(|&&x| !(x > 0.0 && x <= 1000.0))
     {
         return Err(at(
             "timer_wakeup_spread",

@@ -381,6 +381,43 @@ fn a_recording_s_replay_ticks_where_the_live_ticks_were() {
 }
 
 #[test]
+fn a_platform_file_of_costs_alone_replays_a_recording_on_its_own_cpus() {
+    // `corral lab costs` prints a `[costs]` section "for a platform file":
+    // such a file says what the scheduler's work costs, not how many CPUs
+    // the machine has, so a recording keeps its own; a file that gives
+    // `cpus` decides.
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.json");
+    std::fs::write(
+        &rec,
+        r#"{"tasks": {"a": {"run": 5000}, "b": {"run": 5000}, "c": {"run": 5000}},
+"global": {"duration": -1},
+"corral_recording": {"cpus": 3, "seconds": 0.01}}"#,
+    )
+    .unwrap();
+    let cpus_of = |platform: &str| {
+        let toml = dir.path().join("costs.toml");
+        std::fs::write(&toml, platform).unwrap();
+        let out = corral()
+            .arg("sim")
+            .arg(&rec)
+            .arg("--platform")
+            .arg(&toml)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["cpus"].as_u64().unwrap()
+    };
+    assert_eq!(
+        cpus_of("[costs]\ncontext_switch = \"0.92us\"\nwakeup = \"31.44us\"\n"),
+        3
+    );
+    assert_eq!(cpus_of("cpus = 1\n[costs]\nwakeup = \"31.44us\"\n"), 1);
+}
+
+#[test]
 fn privileged_scope_pid_recording_ends_when_the_scope_has_exited() {
     let Some(_serial) = root("privileged_scope_pid_recording_ends_when_the_scope_has_exited")
     else {

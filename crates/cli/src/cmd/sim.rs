@@ -155,7 +155,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let mut spec = platform_of(args)?;
     // A recording replays on as many CPUs as it was made on, unless told.
     if let Some(n) = recorded.as_ref().and_then(|r| r["cpus"].as_u64()) {
-        if args.platform.is_none() && args.cpus.is_none() && args.capacities.is_empty() {
+        if !spec.cpus_given && args.cpus.is_none() && args.capacities.is_empty() {
             spec.platform.capacities = vec![1024; n as usize];
         }
     }

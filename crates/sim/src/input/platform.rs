@@ -26,7 +26,8 @@
 //!                                       # costs [costs] timer_wakeup times
 //!                                       # one of these, drawn (none: exact;
 //!                                       # `corral lab validate` measures it)
-//! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024)
+//! capacities = [1024, 1024, 446, 446]   # or: cpus = 4 (all 1024); neither: 2,
+//!                                       # or as many as a recording was made on
 //! hotplug = ["2s:cpu1=off", "5s:cpu1=on"]
 //! offline = [2, 3]                      # CPUs offline at the start
 //!
@@ -220,6 +221,11 @@ pub struct PlatformSpec {
     /// Whether the file set `tick_phase` (else a recording's own start
     /// may place the tick grid).
     pub tick_phase_given: bool,
+    /// Whether the file set `cpus` or `capacities` (else a recording
+    /// replays on as many CPUs as it was made on, a workload on 2: a
+    /// file of `corral lab costs`' `[costs]` alone describes the costs,
+    /// not the machine's size).
+    pub cpus_given: bool,
 }
 
 impl PlatformSpec {
@@ -236,6 +242,7 @@ impl PlatformSpec {
             groups: Default::default(),
             boosts: Vec::new(),
             tick_phase_given: false,
+            cpus_given: false,
         }
     }
 }
@@ -292,7 +299,22 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
             .map_or(0, |i| i + 1);
         Error::Platform(format!("{file}:{line}: {key}: {msg}"))
     };
-    let capacities = capacities(f.cpus, f.capacities, file, &at)?;
+    let cpus_given = f.cpus.is_some() || f.capacities.is_some();
+    if !cpus_given {
+        // What names a CPU needs to know how many there are.
+        for (key, names) in [
+            ("hotplug", !f.hotplug.is_empty()),
+            ("offline", !f.offline.is_empty()),
+        ] {
+            if names {
+                return Err(at(
+                    key,
+                    "names CPUs: give the machine's `cpus` or `capacities` too".into(),
+                ));
+            }
+        }
+    }
+    let capacities = capacities(f.cpus, f.capacities, &at)?;
     let hz = f.hz.unwrap_or(250);
     if !(100..=1000).contains(&hz) {
         return Err(at("hz", format!("{hz} is not a CONFIG_HZ (100 to 1000)")));
@@ -381,6 +403,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlatformSpec, Error> {
         groups: f.groups,
         boosts,
         tick_phase_given: f.tick_phase.is_some(),
+        cpus_given,
     })
 }
 
@@ -416,11 +439,11 @@ fn costs(c: &CostsEntry, at: At) -> Result<crate::sched::machine::Costs, Error> 
     })
 }
 
-/// The CPUs' capacities: `cpus` of 1024, or each one given.
+/// The CPUs' capacities: `cpus` of 1024, or each one given; neither, the
+/// default machine's 2 ([`PlatformSpec::cpus_given`]).
 fn capacities(
     cpus: Option<usize>,
     capacities: Option<Vec<u32>>,
-    file: &str,
     at: At,
 ) -> Result<Vec<u32>, Error> {
     let capacities = match (cpus, capacities) {
@@ -437,11 +460,7 @@ fn capacities(
         }
         (Some(n), None) => vec![1024; n],
         (None, Some(c)) => c,
-        (None, None) => {
-            return Err(Error::Platform(format!(
-                "{file}: no `cpus` or `capacities`"
-            )))
-        }
+        (None, None) => vec![1024; 2],
     };
     if capacities.is_empty() || capacities.len() > 4096 {
         return Err(at("cpus", "1 to 4096 CPUs".into()));
@@ -719,6 +738,33 @@ pub fn build_old(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_without_the_machine_s_size_keeps_the_default_unless_it_names_cpus() {
+        // `corral lab costs`' section alone: the default 2 CPUs, marked
+        // as not given (a recording then replays on its own).
+        let p = parse("[costs]\nwakeup = \"30us\"\n", "p.toml").unwrap();
+        assert_eq!(p.platform.capacities, vec![1024, 1024]);
+        assert!(!p.cpus_given);
+        assert_eq!(p.platform.costs.wakeup, 30_000);
+        assert!(parse("cpus = 4\n", "p.toml").unwrap().cpus_given);
+        assert!(
+            parse("capacities = [1024, 512]\n", "p.toml")
+                .unwrap()
+                .cpus_given
+        );
+        // Hot-plug and offline CPUs need the machine's size.
+        for (text, line, key) in [
+            ("hz = 250\nhotplug = [\"1s:cpu1=off\"]\n", 2, "hotplug"),
+            ("offline = [1]\n", 1, "offline"),
+        ] {
+            let e = parse(text, "p.toml").unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("p.toml:{line}: {key}: names CPUs")),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn a_full_file_parses() {

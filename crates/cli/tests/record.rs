@@ -381,6 +381,44 @@ fn a_recording_s_replay_ticks_where_the_live_ticks_were() {
 }
 
 #[test]
+fn a_replay_says_how_many_threads_come_within_a_quarter_of_live() {
+    // Three threads of 5 ms on four CPUs replay as 5 ms each: the live
+    // figures of a (5 ms) and b (6.2 ms) agree, c's (7 ms) does not; the
+    // background thread d is not counted.
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.json");
+    std::fs::write(
+        &rec,
+        r#"{"tasks": {"a": {"loop": 1, "run": 5000}, "b": {"loop": 1, "run": 5000},
+  "c": {"loop": 1, "run": 5000}, "d": {"loop": 1, "run": 5000, "corral_background": true}},
+"global": {"duration": -1},
+"corral_recording": {"cpus": 4, "seconds": 0.01, "threads": {
+  "a": {"cpu_ms": 5.0, "wakeups": 0},
+  "b": {"cpu_ms": 6.2, "wakeups": 0},
+  "c": {"cpu_ms": 7.0, "wakeups": 0},
+  "d": {"cpu_ms": 1.0, "wakeups": 0, "background": true}}}}"#,
+    )
+    .unwrap();
+    let out = corral().arg("sim").arg(&rec).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Within 25 % of live: CPU time of 2 of 3 threads"),
+        "{}",
+        text(&out)
+    );
+    let out = corral()
+        .arg("sim")
+        .arg(&rec)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["agreement"]["cpu_threads"], serde_json::json!([2, 3]));
+    assert_eq!(v["agreement"]["p99_threads"], serde_json::json!([0, 0]));
+}
+
+#[test]
 fn a_platform_file_of_costs_alone_replays_a_recording_on_its_own_cpus() {
     // `corral lab costs` prints a `[costs]` section "for a platform file":
     // such a file says what the scheduler's work costs, not how many CPUs

@@ -389,7 +389,9 @@ fn finish<K: corral_sim::sched::kernel::SchedClass>(
         }
         if let Some(r) = recorded {
             v["recorded"] = r.clone();
-            v["by_comm"] = by_comm(&m.stats(), &outside)
+            let groups = by_comm(&m.stats(), &outside);
+            v["agreement"] = serde_json::to_value(agreement(&s, &groups, r))?;
+            v["by_comm"] = groups
                 .into_iter()
                 .map(|g| (g.comm.clone(), g.figures()))
                 .collect::<serde_json::Map<_, _>>()
@@ -675,6 +677,20 @@ fn print_against_recording(
         ]);
     }
     print!("{}", t.render());
+    let a = agreement(s, &sim_groups, rec);
+    println!(
+        "Within {:.0} % of live: CPU time of {} of {} threads and {} of {} programs; wake-up latency p99 of {} of {} threads and {} of {} programs with {} or more wake-ups (one run's p99 over a few dozen wake-ups is one draw: docs/sim.md, *How close a replay comes*)",
+        AGREE * 100.0,
+        a.cpu_threads.0,
+        a.cpu_threads.1,
+        a.cpu_programs.0,
+        a.cpu_programs.1,
+        a.p99_threads.0,
+        a.p99_threads.1,
+        a.p99_programs.0,
+        a.p99_programs.1,
+        AGREE_MIN_WAKEUPS,
+    );
     // The whole is the recorded scope's: the background (whose threads
     // end in the replay but never live) is left out.
     let live_cpu: f64 = rows
@@ -730,6 +746,70 @@ pub(crate) fn by_comm(
 }
 
 /// Whether a recording's thread is background (ran live outside the scope).
+/// How close a replay must come to the recording to count as agreeing
+/// (issue 19's 25 %): |simulated − live| ≤ `AGREE` × live.
+const AGREE: f64 = 0.25;
+/// The fewest live wake-ups for a latency p99 to be compared.
+const AGREE_MIN_WAKEUPS: u64 = 20;
+
+/// Of a recording's threads and programs (background left out), how many
+/// the replay brings within [`AGREE`] of live: (agreeing, compared).
+#[derive(Debug, Default, PartialEq, serde::Serialize)]
+struct Agreement {
+    cpu_threads: (usize, usize),
+    cpu_programs: (usize, usize),
+    p99_threads: (usize, usize),
+    p99_programs: (usize, usize),
+}
+
+/// (agreeing, compared) of (live, simulated) pairs.
+fn within(pairs: impl Iterator<Item = (f64, f64)>) -> (usize, usize) {
+    pairs.fold((0, 0), |(ok, n), (live, sim)| {
+        (
+            ok + usize::from((sim - live).abs() <= AGREE * live.abs()),
+            n + 1,
+        )
+    })
+}
+
+fn agreement(s: &Summary, sim_groups: &[CommGroup], rec: &serde_json::Value) -> Agreement {
+    let empty = serde_json::Map::new();
+    let threads = rec["threads"].as_object().unwrap_or(&empty);
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(0.0);
+    let pairs: Vec<(&serde_json::Value, &corral_sim::out::report::TaskSummary)> = threads
+        .iter()
+        .filter(|(_, t)| !t["background"].as_bool().unwrap_or(false))
+        .filter_map(|(name, t)| Some((t, s.tasks.iter().find(|x| &x.name == name)?)))
+        .collect();
+    let groups: Vec<(&serde_json::Value, &CommGroup)> = rec["by_comm"]
+        .as_object()
+        .unwrap_or(&empty)
+        .iter()
+        .filter_map(|(comm, g)| Some((g, sim_groups.iter().find(|x| &x.comm == comm)?)))
+        .collect();
+    let woken = |v: &serde_json::Value| v["wakeups"].as_u64().unwrap_or(0) >= AGREE_MIN_WAKEUPS;
+    Agreement {
+        cpu_threads: within(pairs.iter().map(|(l, t)| (f(l, "cpu_ms"), t.cpu_s * 1e3))),
+        cpu_programs: within(
+            groups
+                .iter()
+                .map(|(l, g)| (f(l, "cpu_ms"), g.cpu_ns as f64 / 1e6)),
+        ),
+        p99_threads: within(
+            pairs
+                .iter()
+                .filter(|(l, _)| woken(l))
+                .map(|(l, t)| (f(l, "latency_p99_us"), t.latency_p99_us)),
+        ),
+        p99_programs: within(groups.iter().filter(|(l, _)| woken(l)).map(|(l, g)| {
+            (
+                f(l, "latency_p99_us"),
+                g.latency.percentile(99.0) as f64 / 1e3,
+            )
+        })),
+    }
+}
+
 fn is_background(threads: &serde_json::Value, name: &str) -> bool {
     threads[name]["background"].as_bool().unwrap_or(false)
 }
@@ -925,4 +1005,25 @@ fn papers(which: &str, report: Option<&std::path::Path>, json: bool) -> anyhow::
         eprintln!("corral sim: report written to {}", page.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_agrees_within_a_quarter_of_live_either_way() {
+        // 100 live: 75 and 125 agree, 74.9 and 125.1 do not; 0 live
+        // agrees only with 0.
+        let pairs = [
+            (100.0, 75.0),
+            (100.0, 125.0),
+            (100.0, 74.9),
+            (100.0, 125.1),
+            (0.0, 0.0),
+            (0.0, 1.0),
+        ];
+        assert_eq!(within(pairs.into_iter()), (3, 6));
+        assert_eq!(within(std::iter::empty()), (0, 0));
+    }
 }

@@ -428,7 +428,8 @@ fn a_platform_file_of_costs_alone_replays_a_recording_on_its_own_cpus() {
     let rec = dir.path().join("rec.json");
     std::fs::write(
         &rec,
-        r#"{"tasks": {"a": {"run": 5000}, "b": {"run": 5000}, "c": {"run": 5000}},
+        r#"{"tasks": {"a": {"loop": 1, "run": 5000}, "b": {"loop": 1, "run": 5000},
+  "c": {"loop": 1, "run": 5000}},
 "global": {"duration": -1},
 "corral_recording": {"cpus": 3, "seconds": 0.01}}"#,
     )

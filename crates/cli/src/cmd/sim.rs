@@ -745,7 +745,6 @@ pub(crate) fn by_comm(
     )
 }
 
-/// Whether a recording's thread is background (ran live outside the scope).
 /// How close a replay must come to the recording to count as agreeing
 /// (issue 19's 25 %): |simulated − live| ≤ `AGREE` × live.
 const AGREE: f64 = 0.25;
@@ -810,6 +809,7 @@ fn agreement(s: &Summary, sim_groups: &[CommGroup], rec: &serde_json::Value) -> 
     }
 }
 
+/// Whether a recording's thread is background (ran live outside the scope).
 fn is_background(threads: &serde_json::Value, name: &str) -> bool {
     threads[name]["background"].as_bool().unwrap_or(false)
 }

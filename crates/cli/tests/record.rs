@@ -384,25 +384,36 @@ fn a_recording_s_replay_ticks_where_the_live_ticks_were() {
 fn a_replay_says_how_many_threads_come_within_a_quarter_of_live() {
     // Three threads of 5 ms on four CPUs replay as 5 ms each: the live
     // figures of a (5 ms) and b (6.2 ms) agree, c's (7 ms) does not; the
-    // background thread d is not counted.
+    // background thread d is not counted. e-1 and f-2 each run 100 µs
+    // and sleep 1 ms 30 times, alone on their CPUs: woken 29 times at
+    // once (no costs), so a live p99 of 0 agrees (e-1, program e) and one
+    // of 100 µs does not (f-2, program f); their CPU (3 ms) agrees with
+    // live's 3.2 and 3.0 ms, pooled by program as by thread.
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("rec.json");
     std::fs::write(
         &rec,
         r#"{"tasks": {"a": {"loop": 1, "run": 5000}, "b": {"loop": 1, "run": 5000},
-  "c": {"loop": 1, "run": 5000}, "d": {"loop": 1, "run": 5000, "corral_background": true}},
+  "c": {"loop": 1, "run": 5000}, "d": {"loop": 1, "run": 5000, "corral_background": true},
+  "e-1": {"loop": 30, "run": 100, "sleep": 1000}, "f-2": {"loop": 30, "run": 100, "sleep": 1000}},
 "global": {"duration": -1},
-"corral_recording": {"cpus": 4, "seconds": 0.01, "threads": {
+"corral_recording": {"cpus": 6, "seconds": 0.04, "threads": {
   "a": {"cpu_ms": 5.0, "wakeups": 0},
   "b": {"cpu_ms": 6.2, "wakeups": 0},
   "c": {"cpu_ms": 7.0, "wakeups": 0},
-  "d": {"cpu_ms": 1.0, "wakeups": 0, "background": true}}}}"#,
+  "d": {"cpu_ms": 1.0, "wakeups": 0, "background": true},
+  "e-1": {"cpu_ms": 3.2, "wakeups": 29, "latency_p99_us": 0.0},
+  "f-2": {"cpu_ms": 3.0, "wakeups": 29, "latency_p99_us": 100.0}},
+ "by_comm": {
+  "e": {"cpu_ms": 3.2, "wakeups": 29, "latency_p99_us": 0.0, "threads": 1},
+  "f": {"cpu_ms": 3.0, "wakeups": 29, "latency_p99_us": 100.0, "threads": 1},
+  "c": {"cpu_ms": 9.0, "wakeups": 0, "threads": 1}}}}"#,
     )
     .unwrap();
     let out = corral().arg("sim").arg(&rec).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        text(&out).contains("Within 25 % of live: CPU time of 2 of 3 threads"),
+        text(&out).contains("Within 25 % of live: CPU time of 4 of 5 threads"),
         "{}",
         text(&out)
     );
@@ -414,8 +425,11 @@ fn a_replay_says_how_many_threads_come_within_a_quarter_of_live() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["agreement"]["cpu_threads"], serde_json::json!([2, 3]));
-    assert_eq!(v["agreement"]["p99_threads"], serde_json::json!([0, 0]));
+    assert_eq!(v["agreement"]["cpu_threads"], serde_json::json!([4, 5]));
+    assert_eq!(v["agreement"]["p99_threads"], serde_json::json!([1, 2]));
+    // c's program (9 ms live) does not agree; e's and f's do.
+    assert_eq!(v["agreement"]["cpu_programs"], serde_json::json!([2, 3]));
+    assert_eq!(v["agreement"]["p99_programs"], serde_json::json!([1, 2]));
 }
 
 #[test]
@@ -454,6 +468,18 @@ fn a_platform_file_of_costs_alone_replays_a_recording_on_its_own_cpus() {
         3
     );
     assert_eq!(cpus_of("cpus = 1\n[costs]\nwakeup = \"31.44us\"\n"), 1);
+    // --hotplug names the recording's third CPU.
+    let toml = dir.path().join("costs.toml");
+    std::fs::write(&toml, "[costs]\nwakeup = \"31.44us\"\n").unwrap();
+    let out = corral()
+        .arg("sim")
+        .arg(&rec)
+        .arg("--platform")
+        .arg(&toml)
+        .args(["--hotplug", "1ms:cpu2=off"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
 }
 
 #[test]

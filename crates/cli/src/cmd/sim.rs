@@ -56,8 +56,10 @@ fn names(w: &rtapp::Workload) -> std::collections::BTreeSet<String> {
     out
 }
 
-/// The platform from --platform and the options that override it.
-fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
+/// The platform from --platform and the options that override it;
+/// `recorded_cpus`, a recording's own CPU count, when the file gives none
+/// (checked before `--hotplug`, which names CPUs).
+fn platform_of(args: &SimArgs, recorded_cpus: Option<usize>) -> anyhow::Result<PlatformSpec> {
     let mut spec = match &args.platform {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -70,6 +72,14 @@ fn platform_of(args: &SimArgs) -> anyhow::Result<PlatformSpec> {
         spec.features = f;
     }
     spec.platform.seed = args.seed;
+    // A recording replays on as many CPUs as it was made on, unless told.
+    if let Some(n) = recorded_cpus.filter(|_| !spec.cpus_given) {
+        anyhow::ensure!(
+            (1..=4096).contains(&n),
+            "the recording's cpus ({n}) must be 1 to 4096"
+        );
+        spec.platform.capacities = vec![1024; n];
+    }
     if let Some(n) = args.cpus {
         anyhow::ensure!((1..=4096).contains(&n), "--cpus must be 1 to 4096");
         spec.platform.capacities = vec![1024; n];
@@ -152,13 +162,11 @@ pub fn run(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let recorded = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .and_then(|mut v| v.get_mut("corral_recording").map(serde_json::Value::take));
-    let mut spec = platform_of(args)?;
-    // A recording replays on as many CPUs as it was made on, unless told.
-    if let Some(n) = recorded.as_ref().and_then(|r| r["cpus"].as_u64()) {
-        if !spec.cpus_given && args.cpus.is_none() && args.capacities.is_empty() {
-            spec.platform.capacities = vec![1024; n as usize];
-        }
-    }
+    let recorded_cpus = recorded
+        .as_ref()
+        .and_then(|r| r["cpus"].as_u64())
+        .map(|n| n as usize);
+    let mut spec = platform_of(args, recorded_cpus)?;
     // A recording made by corral knows where the live ticks fell (XXX: on
     // the replay's HZ; the live kernel's CONFIG_HZ is not recorded).
     if let Some(start) = recorded.as_ref().and_then(|r| r["start_mono_ns"].as_u64()) {
@@ -752,7 +760,9 @@ const AGREE: f64 = 0.25;
 const AGREE_MIN_WAKEUPS: u64 = 20;
 
 /// Of a recording's threads and programs (background left out), how many
-/// the replay brings within [`AGREE`] of live: (agreeing, compared).
+/// the replay brings within [`AGREE`] of live: (agreeing, compared). A
+/// thread is compared when the replay has it (one that never ran a whole
+/// µs live is not replayed), a program when the recording pooled it.
 #[derive(Debug, Default, PartialEq, serde::Serialize)]
 struct Agreement {
     cpu_threads: (usize, usize),

@@ -404,6 +404,9 @@ struct Task {
     scaled: bool,
     /// A recorded fork not yet forked (`corral_forked`).
     unborn: bool,
+    /// Placed on a CPU once: its first wake-up (its start, or its birth)
+    /// is `wake_up_new_task`'s placement, not a migration.
+    placed: bool,
     /// `allowed` is every CPU of the platform (the common case, answered
     /// without a scan of the list on every wake-up).
     all_cpus: bool,
@@ -776,6 +779,7 @@ impl Task {
             rejoin: None,
             wait_after: None,
             unborn: false,
+            placed: false,
             on_cpu_since: 0,
             iter_start: None,
             iter_cpu: 0,
@@ -1645,9 +1649,14 @@ impl<K: SchedClass> Machine<K> {
         }
         let task = &mut self.tasks[t];
         task.stats.wakeups += 1;
-        if cpu != prev {
+        // A thread's first CPU is no move: `wake_up_new_task` places it
+        // with `__set_task_cpu`, which (unlike `set_task_cpu`) neither
+        // counts `nr_migrations` nor fires `sched_migrate_task`, the
+        // event a recording counts its live moves by.
+        if cpu != prev && task.placed {
             task.stats.migrations += 1;
         }
+        task.placed = true;
         task.cpu = cpu;
         if let Some(p) = self.pelt.as_mut() {
             p.wake(t, prev, cpu, nice_to_weight(self.tasks[t].nice), now);
@@ -2917,8 +2926,9 @@ mod tests {
         }
         let m = held_then_free(hog_on(&[1024, 446], Fair::eevdf(2)));
         assert_eq!(m.task_cpu(0), 0, "pushed to the big CPU");
-        // Moved to CPU 1 by the cpuset (it started on 0), then pushed.
-        assert_eq!(m.task_stats(0).migrations, 2);
+        // Started on CPU 1, its cpuset's (a placement, no move: the
+        // cpuset was set before its start), then pushed: one move.
+        assert_eq!(m.task_stats(0).migrations, 1);
         let k = crate::sched::classes::Classes::new(
             2,
             Fair::eevdf(2),
@@ -2986,6 +2996,36 @@ mod tests {
         // The same with relative sleeps ends at least 5 ms later.
         let s = run(&json.replace("corral_until", "sleep"), 1, 0.1);
         assert!(s[1].exited_at.unwrap() > 17_000_000, "{:?}", s[1].exited_at);
+    }
+
+    #[test]
+    fn a_thread_s_first_cpu_is_a_placement_not_a_move() {
+        // The parent runs on CPU 0; its child, not yet born, was put on
+        // CPU 0 too (the third task of two CPUs). Born while the parent
+        // still runs, it goes to the idle CPU 1: `wake_up_new_task`'s
+        // placement, no `sched_migrate_task`. A later wake-up onto
+        // another CPU than its last is a move.
+        let w = parse(
+            r#"{"tasks": {
+                "parent": {"loop": 1, "run": 1000, "corral_wake": "child", "run1": 4000},
+                "idle": {"loop": 1, "sleep": 100000},
+                "child": {"loop": 1, "corral_forked": true, "corral_block": "child", "run": 1000,
+                          "sleep": 1000, "run1": 1000}
+            }}"#,
+            "test",
+        )
+        .unwrap();
+        let mut m = Machine::new(Platform::uniform(2), w, Fair::eevdf(2)).unwrap();
+        m.run_until(500_000);
+        assert!(!m.task_born(2));
+        assert_eq!((m.task_cpu(0), m.task_cpu(2)), (0, 0));
+        m.run_until(1_500_000);
+        assert_eq!(m.task_cpu(2), 1, "born on the idle CPU");
+        assert_eq!(m.task_stats(2).migrations, 0, "its birth is no move");
+        m.run_until(20_000_000);
+        let s = m.stats();
+        assert_eq!(s[2].wakeups, 2);
+        assert_eq!(s[2].migrations as usize, usize::from(m.task_cpu(2) != 1));
     }
 
     #[test]

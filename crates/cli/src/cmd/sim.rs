@@ -66,7 +66,7 @@ fn platform_of(args: &SimArgs, recorded_cpus: Option<usize>) -> anyhow::Result<P
                 .with_context(|| format!("cannot read {}", p.display()))?;
             platform::parse(&text, &p.display().to_string())?
         }
-        None => PlatformSpec::uniform(2),
+        None => PlatformSpec::uniform(platform::DEFAULT_CPUS),
     };
     if let Some(f) = args.sched_feat {
         spec.features = f;
@@ -785,16 +785,21 @@ fn agreement(s: &Summary, sim_groups: &[CommGroup], rec: &serde_json::Value) -> 
     let empty = serde_json::Map::new();
     let threads = rec["threads"].as_object().unwrap_or(&empty);
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(0.0);
-    let pairs: Vec<(&serde_json::Value, &corral_sim::out::report::TaskSummary)> = threads
+    // Looked up by name: a build's recording holds thousands of threads.
+    let tasks: std::collections::HashMap<&str, &corral_sim::out::report::TaskSummary> =
+        s.tasks.iter().map(|t| (t.name.as_str(), t)).collect();
+    let sim_groups: std::collections::HashMap<&str, &CommGroup> =
+        sim_groups.iter().map(|g| (g.comm.as_str(), g)).collect();
+    let pairs: Vec<_> = threads
         .iter()
         .filter(|(_, t)| !t["background"].as_bool().unwrap_or(false))
-        .filter_map(|(name, t)| Some((t, s.tasks.iter().find(|x| &x.name == name)?)))
+        .filter_map(|(name, t)| Some((t, *tasks.get(name.as_str())?)))
         .collect();
-    let groups: Vec<(&serde_json::Value, &CommGroup)> = rec["by_comm"]
+    let groups: Vec<_> = rec["by_comm"]
         .as_object()
         .unwrap_or(&empty)
         .iter()
-        .filter_map(|(comm, g)| Some((g, sim_groups.iter().find(|x| &x.comm == comm)?)))
+        .filter_map(|(comm, g)| Some((g, *sim_groups.get(comm.as_str())?)))
         .collect();
     let woken = |v: &serde_json::Value| v["wakeups"].as_u64().unwrap_or(0) >= AGREE_MIN_WAKEUPS;
     Agreement {

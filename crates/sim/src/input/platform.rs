@@ -439,8 +439,12 @@ fn costs(c: &CostsEntry, at: At) -> Result<crate::sched::machine::Costs, Error> 
     })
 }
 
-/// The CPUs' capacities: `cpus` of 1024, or each one given; neither, the
-/// default machine's 2 ([`PlatformSpec::cpus_given`]).
+/// The CPUs of a platform that gives neither `cpus` nor `capacities`
+/// (and of `corral sim` without a platform file).
+pub const DEFAULT_CPUS: usize = 2;
+
+/// The CPUs' capacities: `cpus` of 1024, or each one given; neither,
+/// [`DEFAULT_CPUS`] ([`PlatformSpec::cpus_given`]).
 fn capacities(
     cpus: Option<usize>,
     capacities: Option<Vec<u32>>,
@@ -460,7 +464,7 @@ fn capacities(
         }
         (Some(n), None) => vec![1024; n],
         (None, Some(c)) => c,
-        (None, None) => vec![1024; 2],
+        (None, None) => vec![1024; DEFAULT_CPUS],
     };
     if capacities.is_empty() || capacities.len() > 4096 {
         return Err(at("cpus", "1 to 4096 CPUs".into()));
